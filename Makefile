@@ -1,0 +1,41 @@
+# The README's two commands: `make lab` and `make test`. Everything else is a building block.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+STAMP  := $(VENV)/.installed
+JOBS   ?= 2
+LAB_PORT ?= 8888
+
+.PHONY: lab test install bench cluster clean labs-release
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+# Reinstall when the dependency list changes.
+$(STAMP): pyproject.toml | $(PY)
+	$(PIP) install --quiet -e '.[course,test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+cluster: install
+	$(VENV)/bin/gpulab cluster up
+
+## make lab: set up, start the embedded cluster and JupyterLab on course/ (prints the URL)
+lab: cluster
+	@echo "Starting JupyterLab on course/ ..."
+	KUBECONFIG=$$($(VENV)/bin/gpulab cluster kubeconfig) PATH=$(CURDIR)/$(VENV)/bin:$$PATH \
+	  $(VENV)/bin/jupyter lab --no-browser --port=$(LAB_PORT) --ServerApp.root_dir=$(CURDIR)/course
+
+## make test: set up and run the whole suite
+test: install
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -n $(JOBS) --dist loadgroup -q
+
+## make bench: the benchmarks (figures go to bench/results/ and docs/benchmarks.md)
+bench: install
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache bench/results

@@ -1,0 +1,98 @@
+"""One check per exercise: ``run("lab02.pools_labelled")`` -> Result(passed, reason, hint).
+
+Checks read the cluster only through the official ``kubernetes`` client (so
+they judge kind and real clusters the same way) and accept every correct
+solution: they ask what the cluster does, not how the learner spelled it.
+Exercises that ask a question take the learner's ``answer``.
+
+In nbgrader test cells use :func:`assert_passed`: it raises AssertionError
+with the reason and hint, and writes nothing to stderr (nbgrader scores a
+cell with stderr output as zero).
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import replace
+
+from . import final, lab01, lab02, lab03, lab04, lab05, setup  # noqa: F401 - registers the checks
+from .registry import CHECKS, LABS, Check
+from .result import Result, failed
+
+__all__ = ["CHECKS", "LABS", "Check", "NO_ANSWER", "Result", "assert_passed", "check_ids", "run"]
+
+
+class _NoAnswer:
+    def __repr__(self) -> str:
+        return "NO_ANSWER"
+
+
+NO_ANSWER = _NoAnswer()
+
+
+def check_ids(lab: str | None = None) -> list[str]:
+    """Every check id in course order, or those of one lab (``"lab02"`` or ``"lab02-node-pools"``)."""
+    return [i for i, c in CHECKS.items() if lab is None or lab in (i.split(".")[0], c.lab)]
+
+
+def get(check_id: str) -> Check:
+    try:
+        return CHECKS[check_id]
+    except KeyError:
+        close = difflib.get_close_matches(check_id, CHECKS, n=1)
+        suggestion = f"; did you mean {close[0]!r}?" if close else ""
+        raise KeyError(f"no check {check_id!r}{suggestion}") from None
+
+
+def run(check_id: str, answer=NO_ANSWER, *, client=None) -> Result:
+    """Run one check against the connected cluster (or the given ``kubernetes`` ApiClient)."""
+    from ..learner import connection
+    from ..learner.reader import ClusterReader
+    from . import progress
+
+    check = get(check_id)
+    if check.needs_answer and answer is NO_ANSWER:
+        return replace(failed("this exercise asks for an answer, and none was given",
+                              f"pass it: gpulab.check({check_id!r}, answer=...)"), check_id=check_id)
+    recorded = client is None
+    try:
+        api_client = client if client is not None else connection.current().api_client
+        reader = ClusterReader(api_client)
+        result = check.func(reader, answer) if check.needs_answer else check.func(reader)
+    except connection.ConnectError as exc:
+        result = failed(str(exc), "start the cluster (`gpulab cluster up`) or fix the kubeconfig, then run "
+                                  "gpulab.connect() again")
+    except Exception as exc:  # noqa: BLE001 - a verdict, never a traceback, in a learner's cell
+        result = _unreachable(exc)
+        if result is None:
+            raise
+    result = replace(result, check_id=check_id)
+    if recorded:
+        progress.record(result)
+    return result
+
+
+def assert_passed(result: Result | str, answer=NO_ANSWER) -> Result:
+    """For graded cells: run the check (given its id) and raise AssertionError with its reason unless it passed."""
+    if isinstance(result, str):
+        result = run(result, answer)
+    if not result.passed:
+        message = f"{result.check_id}: {result.reason}"
+        raise AssertionError(f"{message}\nHint: {result.hint}" if result.hint else message)
+    print(result)
+    return result
+
+
+def _unreachable(exc: Exception) -> Result | None:
+    """A failed verdict for errors reaching the API server; None for anything else (a bug: let it raise)."""
+    from kubernetes.client import ApiException
+    from urllib3.exceptions import HTTPError
+
+    if isinstance(exc, ApiException) and exc.status in (401, 403):
+        return failed(f"the API server refused the request ({exc.status} {exc.reason}): the kubeconfig's "
+                      "credentials are not valid for this cluster",
+                      "run gpulab.connect() again; after `gpulab lab reset` or `gpulab cluster reset` the cluster "
+                      "has new credentials")
+    if isinstance(exc, HTTPError):
+        return failed(f"cannot reach the API server: {exc}",
+                      "is the cluster running? `gpulab cluster status`; then gpulab.connect()")
+    return None

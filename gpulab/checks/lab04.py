@@ -1,0 +1,162 @@
+"""Lab 04, sharing a GPU: time-slicing the A100 node, MIG mixed on the H100 node, a pod on a slice, choosing one."""
+from __future__ import annotations
+
+from .answers import choice, normalise
+from .gpus import (COUNT, GPU, MIG_CONFIG, MIG_RESOURCE_PREFIX, MIG_STATE, MIG_STRATEGY, PRODUCT, REPLICAS, SHARING,
+                   allocatable, labels, name, nodes_of_family, nvidia_allocatable)
+from .kube import is_running, node_name, requested_resources, state_text
+from .registry import check
+from .result import Result, failed, passed
+
+TIME_SLICES = 4
+MIG_LAYOUT = "all-balanced"
+MIG_SLICE = "nvidia.com/mig-1g.10gb"
+SHARED = "nvidia.com/gpu.shared"
+
+# lab04.choose_sharing: the question, and the facts the verdict is computed from with the latency model.
+CHOOSE_SHARING = {
+    "gpu": "H100",
+    "tenants": 4,
+    "isolation_required": True,
+    "p99_budget_ms": 5.0,
+    "mig_profile": "1g.10gb",
+    "question": ("Four teams, each its own tenant that must not see the others' data, serve one model each on a "
+                 "single H100 80GB. Every team is busy all day, a request takes the calibration request's time "
+                 "(gpulab.gpustack.latency.request_ms_default() ms alone on the GPU), and each team's p99 budget "
+                 "is 5 ms. Do you share the GPU with MIG (one 1g.10gb slice per team) or with time-slicing "
+                 "(4 replicas)? Answer 'MIG' or 'time-slicing'."),
+}
+ISOLATES = {"mig": True, "time-slicing": False}   # memory and fault isolation between tenants
+SHARING_CHOICES = {
+    "mig": ("MIG", "multi-instance gpu", "nvidia mig", "mig slices", "mig slice", "a mig slice", "mig partitions"),
+    "time-slicing": ("time-slicing", "time slicing", "timeslicing", "time-sliced", "time sliced", "time-slice",
+                     "time slice", "timeslice"),
+}
+
+
+def _no_family(wanted: str) -> Result:
+    return failed(f"no node's {PRODUCT} names an {wanted.upper()}: the GPU Operator is not running",
+                  "this lab starts with the GPU Operator installed: `gpulab lab reset lab04-sharing`")
+
+
+@check("lab04.timeslicing_a100", "A100 node time-sliced 4 ways: 16 nvidia.com/gpu, product -SHARED")
+def timeslicing_a100(cluster) -> Result:
+    nodes = nodes_of_family(cluster.nodes(), "a100")
+    if not nodes:
+        return _no_family("a100")
+    hint = ("time-slicing is a device plugin config: a ConfigMap in the operator's namespace named by the "
+            "ClusterPolicy's devicePlugin.config, picked per node by the nvidia.com/device-plugin.config label")
+    for node in nodes:
+        node_labels, node_name_ = labels(node), name(node)
+        strategy, replicas = node_labels.get(SHARING), node_labels.get(REPLICAS)
+        if strategy != "time-slicing":
+            return failed(f"A100 node {node_name_} is not time-sliced ({SHARING}={strategy or 'unset'})", hint)
+        if allocatable(node, SHARED) and not allocatable(node):
+            return failed(f"A100 node {node_name_} advertises {SHARED}: the config renames the shared resource "
+                          f"(renameByDefault: true), and the exercise keeps the name {GPU}", hint)
+        if replicas != str(TIME_SLICES):
+            return failed(f"A100 node {node_name_} is time-sliced {replicas} ways ({REPLICAS}={replicas}); the "
+                          f"exercise asks for {TIME_SLICES}", hint)
+        gpus = int(node_labels.get(COUNT) or 0)
+        if allocatable(node) != gpus * TIME_SLICES:
+            return failed(f"A100 node {node_name_} advertises {allocatable(node)} {GPU}, not its {gpus} GPUs x "
+                          f"{TIME_SLICES} replicas yet", "the device plugin restarts with the new config; wait")
+        if not (node_labels.get(PRODUCT) or "").endswith("-SHARED"):
+            return failed(f"A100 node {node_name_}'s {PRODUCT} is {node_labels.get(PRODUCT)}, without the -SHARED "
+                          "suffix GFD adds to time-sliced GPUs", "GFD relabels the node shortly; wait")
+    summary = ", ".join(f"{name(n)} {allocatable(n)} {GPU} ({labels(n).get(PRODUCT)})" for n in nodes)
+    return passed(f"A100 time-sliced {TIME_SLICES} ways: {summary}")
+
+
+@check("lab04.mig_mixed_h100", "H100 node all-balanced under the mixed strategy, state success")
+def mig_mixed_h100(cluster) -> Result:
+    nodes = nodes_of_family(cluster.nodes(), "h100")
+    if not nodes:
+        return _no_family("h100")
+    for node in nodes:
+        node_labels, node_name_ = labels(node), name(node)
+        layout, state = node_labels.get(MIG_CONFIG), node_labels.get(MIG_STATE)
+        if layout in (None, "all-disabled"):
+            return failed(f"MIG is off on H100 node {node_name_} ({MIG_CONFIG}={layout or 'unset'})",
+                          f"the MIG manager applies the layout the node's {MIG_CONFIG} label names")
+        if layout != MIG_LAYOUT:
+            return failed(f"H100 node {node_name_} is partitioned as {layout}; the exercise asks for {MIG_LAYOUT}",
+                          f"relabel the node (`kubectl label node ... {MIG_CONFIG}=... --overwrite`)")
+        if state != "success":
+            if state == "failed":
+                return failed(f"the MIG manager failed to apply {layout} on {node_name_} ({MIG_STATE}=failed)",
+                              "`kubectl logs -n gpu-operator` of the nvidia-mig-manager pod on that node says why")
+            return failed(f"the MIG manager is still applying {layout} on {node_name_} ({MIG_STATE}="
+                          f"{state or 'unset'})", "wait for the state to become success")
+        strategy = node_labels.get(MIG_STRATEGY)
+        if strategy != "mixed":
+            return failed(f"H100 node {node_name_} runs MIG strategy {strategy or 'unset'}: with single, every "
+                          "slice is advertised as nvidia.com/gpu and a balanced layout cannot be advertised; the "
+                          "exercise asks for mixed", "the strategy is the ClusterPolicy's spec.mig.strategy")
+        slices = {k: v for k, v in nvidia_allocatable(node).items() if k.startswith(MIG_RESOURCE_PREFIX) and v}
+        if not slices:
+            return failed(f"the device plugin does not advertise any {MIG_RESOURCE_PREFIX}* resource on "
+                          f"{node_name_} yet", "it restarts after the MIG manager; wait")
+    summary = ", ".join(f"{k}: {v}" for k, v in slices.items())
+    return passed(f"H100 node {name(nodes[-1])} runs {MIG_LAYOUT} under the mixed strategy ({summary})")
+
+
+@check("lab04.mig_pod_running", "a pod on a nvidia.com/mig-1g.10gb slice, Running")
+def mig_pod_running(cluster) -> Result:
+    pods = [(p, requested_resources(p)) for p in cluster.pods()]
+    on_slice = [p for p, wanted in pods if wanted.get(MIG_SLICE)]
+    running = [p for p in on_slice if is_running(p)]
+    if running:
+        pod = running[0]
+        return passed(f"pod {pod['metadata']['namespace']}/{name(pod)} runs on a 1g.10gb MIG slice on "
+                      f"{node_name(pod)}")
+    if on_slice:
+        pod = on_slice[0]
+        return failed(f"pod {name(pod)} requests {MIG_SLICE} but is {state_text(pod)}",
+                      f"`kubectl describe pod {name(pod)}`")
+    other = [(p, k) for p, wanted in pods for k in wanted if k.startswith(MIG_RESOURCE_PREFIX)]
+    if other:
+        pod, resource = other[0]
+        return failed(f"pod {name(pod)} requests {resource}, not a 1g.10gb slice", "request the 1g.10gb resource")
+    return failed(f"no pod requests {MIG_SLICE}",
+                  "under the mixed strategy each MIG profile is a resource of its own, requested in "
+                  "resources.limits like nvidia.com/gpu")
+
+
+def _sharing_facts() -> dict[str, dict]:
+    from ..gpustack.latency import expected_latency
+
+    s = CHOOSE_SHARING
+    return {
+        "time-slicing": expected_latency("time-slicing", neighbours=s["tenants"] - 1, model=s["gpu"]),
+        "mig": expected_latency("mig", mig_profile=s["mig_profile"], model=s["gpu"]),
+    }
+
+
+def sharing_problems(mode: str) -> list[str]:
+    """Why ``mode`` does not suit the scenario (empty: it does): over the p99 budget, or no isolation when needed."""
+    p99, budget = _sharing_facts()[mode]["p99_ms"], CHOOSE_SHARING["p99_budget_ms"]
+    problems = []
+    if p99 > budget:
+        problems.append(f"its p99 in the latency model is about {p99:.1f} ms, over the {budget:g} ms budget")
+    if CHOOSE_SHARING["isolation_required"] and not ISOLATES[mode]:
+        problems.append("time-sliced replicas share the GPU's memory, with no isolation between tenants")
+    return problems
+
+
+@check("lab04.choose_sharing", "answer: MIG or time-slicing for the scenario's latency budget and tenancy",
+       answer=True)
+def choose_sharing(cluster, answer) -> Result:
+    picked = choice(answer, SHARING_CHOICES)
+    hint = ("compute each mode's p99 with gpulab.gpustack.latency.expected_latency (time-slicing: the other teams "
+            "are busy neighbours; MIG: the slice's profile) and compare it with the budget; then ask what each "
+            "mode isolates")
+    if picked is None:
+        return failed(f"{normalise(answer)!r} is neither MIG nor time-slicing", hint)
+    problems = sharing_problems(picked)
+    if problems:
+        return failed(f"{picked} does not fit this scenario: " + "; ".join(problems), hint)
+    p99 = _sharing_facts()[picked]["p99_ms"]
+    isolation = ", and each tenant gets its own memory, SMs and L2" if ISOLATES[picked] else ""
+    return passed(f"right: {picked} keeps p99 at about {p99:.1f} ms, within the "
+                  f"{CHOOSE_SHARING['p99_budget_ms']:g} ms budget{isolation}")

@@ -1,0 +1,52 @@
+"""The checks by id (``<lab>.<exercise>``, as in docs/course-plan.md), registered by the lab modules.
+
+A check is a function of a :class:`~gpulab.learner.reader.ClusterReader` (and,
+for exercises that ask a question, the learner's answer) returning a
+:class:`~gpulab.checks.result.Result`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .result import Result
+
+# Lab prefix of a check id -> the lab it belongs to (course/, solutions/<lab>/, `gpulab lab reset LAB`).
+LABS = {
+    "setup": "00-setup",
+    "lab01": "lab01-gpu-operator",
+    "lab02": "lab02-node-pools",
+    "lab03": "lab03-h100-pod",
+    "lab04": "lab04-sharing",
+    "lab05": "lab05-gang-scheduling",
+    "final": "final-assessment",
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    title: str
+    func: Callable[..., Result]
+    needs_answer: bool = False
+
+    @property
+    def lab(self) -> str:
+        return LABS[self.id.split(".", 1)[0]]
+
+
+CHECKS: dict[str, Check] = {}
+
+
+def check(check_id: str, title: str, *, answer: bool = False):
+    """Register the decorated function as the check ``check_id``."""
+    prefix = check_id.split(".", 1)[0]
+    if prefix not in LABS or "." not in check_id:
+        raise ValueError(f"check id {check_id!r} must be <lab>.<exercise> with lab one of {', '.join(LABS)}")
+
+    def register(func: Callable[..., Result]) -> Callable[..., Result]:
+        if check_id in CHECKS:
+            raise ValueError(f"check {check_id!r} registered twice")
+        CHECKS[check_id] = Check(check_id, title, func, answer)
+        return func
+    return register

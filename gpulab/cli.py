@@ -1,0 +1,112 @@
+"""The ``gpulab`` command.
+
+Subcommands are registered in :data:`COMMANDS`; each lives in the module that
+does its job and is imported only when used, so ``gpulab cluster up`` does not
+pay for loading the Kubernetes client or Jupyter.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+
+def _cluster(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("cluster", help="run the embedded Kubernetes cluster")
+    actions = p.add_subparsers(dest="action", required=True, metavar="up|down|status|reset|kubeconfig")
+    for action, text in (("up", "start or resume the cluster; prints the kubeconfig path last"),
+                         ("down", "stop the cluster, keeping its state"),
+                         ("status", "show whether the cluster runs"),
+                         ("reset", "stop the cluster and delete its state"),
+                         ("kubeconfig", "print the kubeconfig path")):
+        a = actions.add_parser(action, help=text)
+        a.add_argument("--name", default="gpulab", help="cluster name (default: gpulab)")
+        if action == "up":
+            a.add_argument("--topology", type=str, help="YAML file describing the nodes (new clusters only)")
+            a.add_argument("--merge", action="store_true",
+                           help="also add context gpulab-NAME to ~/.kube/config and make it current")
+            a.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one, kept across restarts)")
+            a.add_argument("--no-gpu-stack", action="store_true",
+                           help="do not run the GPU stack emulation inside the cluster (drive it with "
+                                "`gpulab gpustack run --kubeconfig K`); remembered for this cluster")
+    p.set_defaults(func=_run_cluster)
+
+
+def _run_cluster(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .cluster import lifecycle
+    from .cluster.topology import TopologyError
+
+    try:
+        if args.action == "up":
+            server_module = "gpulab.embedded"
+            if args.no_gpu_stack:
+                from .gpustack.addon import set_enabled
+
+                if (lifecycle.cluster_dir(args.name) / "cluster.json").exists():
+                    set_enabled(lifecycle.cluster_dir(args.name), False)
+                else:
+                    server_module = "gpulab.cluster.serve"   # a new cluster: no add-on until it is recorded
+            path = lifecycle.up(args.name, topology=Path(args.topology) if args.topology else None,
+                                merge=args.merge, port=args.port, server_module=server_module)
+            if args.no_gpu_stack and server_module != "gpulab.embedded":
+                set_enabled(lifecycle.cluster_dir(args.name), False)
+            print(f"cluster {args.name!r} is running")
+            if args.merge:
+                print(f"context gpulab-{args.name} added to your kubeconfig and made current")
+            print(path)
+        elif args.action == "down":
+            stopped = lifecycle.down(args.name)
+            print(f"cluster {args.name!r} stopped (state kept)" if stopped else f"cluster {args.name!r} is not running")
+        elif args.action == "reset":
+            lifecycle.reset(args.name)
+            print(f"cluster {args.name!r} deleted")
+        elif args.action == "status":
+            info = lifecycle.status(args.name)
+            if info["state"] == "absent":
+                print(f"cluster {args.name!r} does not exist; create it with `gpulab cluster up --name {args.name}`")
+                return 1
+            for key, value in info.items():
+                print(f"{key}: {value}")
+            if info["state"] == "crashed":
+                print(f"the server exited unexpectedly; see {info['directory']}/server.log, then "
+                      f"`gpulab cluster up --name {args.name}` resumes it")
+            return 0 if info["state"] == "running" else 1
+        elif args.action == "kubeconfig":
+            if lifecycle.status(args.name)["state"] == "absent":
+                print(f"error: cluster {args.name!r} does not exist; run `gpulab cluster up --name {args.name}`",
+                      file=sys.stderr)
+                return 1
+            print(lifecycle.kubeconfig_path(args.name))
+    except (lifecycle.ClusterError, TopologyError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# name -> (module, function that adds the subparser); modules are imported lazily.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "install": ("gpulab.gpustack.cli", "add_install"),
+    "upgrade": ("gpulab.gpustack.cli", "add_upgrade"),
+    "uninstall": ("gpulab.gpustack.cli", "add_uninstall"),
+    "gpustack": ("gpulab.gpustack.cli", "add_gpustack"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpulab", description="GPUs on Kubernetes, hands on.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _cluster(sub)
+    for module, func in COMMANDS.values():
+        getattr(importlib.import_module(module), func)(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

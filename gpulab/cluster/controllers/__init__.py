@@ -1,0 +1,1 @@
+"""kube-controller-manager's controllers for the embedded cluster, one module each."""

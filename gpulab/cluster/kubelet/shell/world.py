@@ -1,0 +1,139 @@
+"""What a process inside one emulated container can see: its environment, files and programs.
+
+The node agent runs no real processes. A container's command is interpreted (see interpreter.py)
+against this small world: the environment the kubelet computed, a virtual file system (the image's
+/etc files, the kubelet-managed /etc/hosts and /etc/resolv.conf, mounted ConfigMaps and Secrets,
+device nodes of allocated GPUs) and the programs of the image (data/images.yaml), the programs the
+container runtime injected (the device allocation's ``commands``, e.g. ``nvidia-smi``) and the
+utilities the interpreter itself implements.
+"""
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from typing import Callable, Generator
+
+from ..images import Behaviour, Catalog, Image
+
+# What a program generator yields: ("out", text) for output, ("sleep", seconds) to let time pass.
+Action = tuple[str, object]
+ProgramRun = Callable[..., Generator[Action, None, int]]
+
+
+@dataclass(frozen=True)
+class StopHandler:
+    """What PID 1 does on the runtime's stop signal: run ``script`` and exit with ``exit``."""
+
+    script: str = ""
+    exit: int = 0
+
+
+# A program the interpreter knows nothing about exits at once on the stop signal, as a runtime
+# that terminates on SIGTERM does (128 + 15).
+OPAQUE_STOP = StopHandler("", 143)
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str
+    kind: str                    # "utility", "behaviour", "injected", "script", "opaque"
+    behaviour: Behaviour | None = None
+    output: str = ""             # injected commands: their fixed stdout
+
+    @property
+    def stop(self) -> StopHandler | None:
+        """None: the program ignores the stop signal (killed when the grace period ends)."""
+        if self.kind == "opaque":
+            return OPAQUE_STOP
+        if self.kind == "behaviour" and self.behaviour.handles_stop:
+            return StopHandler(self.behaviour.on_stop_script or "", self.behaviour.on_stop_exit)
+        return None
+
+
+class FileSystem:
+    """Files as a dict of absolute path -> text (and permission bits), and the directories that exist."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+        self.modes: dict[str, int] = {}
+        self.dirs: set[str] = {"/"}
+
+    @staticmethod
+    def normalize(path: str, cwd: str = "/") -> str:
+        return posixpath.normpath(posixpath.join(cwd, path)).replace("//", "/")
+
+    def add_file(self, path: str, text: str, mode: int = 0o644) -> None:
+        path = self.normalize(path)
+        self.files[path] = text
+        self.modes[path] = mode
+        self.mkdirs(posixpath.dirname(path))
+
+    def executable(self, path: str) -> bool:
+        return bool(self.modes.get(path, 0o644) & 0o111)
+
+    def mkdirs(self, path: str) -> None:
+        while path not in self.dirs:
+            self.dirs.add(path)
+            path = posixpath.dirname(path)
+
+    def read(self, path: str) -> str | None:
+        return self.files.get(path)
+
+    def exists(self, path: str) -> bool:
+        return path in self.files or path in self.dirs
+
+    def listdir(self, path: str) -> list[str]:
+        prefix = path.rstrip("/") + "/"
+        names = {p[len(prefix):].split("/")[0] for p in list(self.files) + list(self.dirs)
+                 if p.startswith(prefix) and p != prefix.rstrip("/")}
+        return sorted(n for n in names if n)
+
+
+@dataclass
+class World:
+    """Everything one container's processes share."""
+
+    image: Image
+    catalog: Catalog
+    env: list[tuple[str, str]]
+    files: FileSystem
+    hostname: str
+    nproc: int
+    kernel: str
+    workdir: str = "/"
+    injected: dict[str, str] = field(default_factory=dict)
+    # The process's virtual clock (seconds since the epoch), advanced by the process driver.
+    time: float = 0.0
+    # How PID 1 reacts to the stop signal (None: ignores it).
+    pid1_stop: StopHandler | None = None
+    _budget: int = 0
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.files.exists("/dev/nvidiactl")
+
+    def find_program(self, argv: list[str], utilities: dict) -> Program | None:
+        """The program ``argv`` runs, or None when the image has no such program."""
+        line = " ".join(argv)
+        name = posixpath.basename(argv[0])
+        if line in self.injected or argv[0] in self.injected or name in self.injected:
+            out = self.injected.get(line, self.injected.get(argv[0], self.injected.get(name, "")))
+            return Program(name, "injected", output=out)
+        if self.files.read(self.files.normalize(argv[0], self.workdir)) is not None and "/" in argv[0]:
+            return Program(argv[0], "script")
+        if not self.image.has_program(name):
+            return None
+        behaviour = self.catalog.behaviours.get(name)
+        if behaviour is not None:
+            return Program(name, "behaviour", behaviour=behaviour)
+        if name in utilities:
+            return Program(name, "utility")
+        return Program(name, "opaque")
+
+    def spend(self) -> bool:
+        """Count one executed command; False once a process has run too long without letting time pass."""
+        self._budget += 1
+        return self._budget <= 100_000
+
+    def slept(self) -> None:
+        self._budget = 0

@@ -1,0 +1,235 @@
+"""``gpulab cluster up|down|status|reset|kubeconfig``: embedded clusters as background processes.
+
+State lives in ``$GPULAB_HOME/clusters/NAME/`` (``GPULAB_HOME`` defaults to
+``~/.gpulab``): ``cluster.json`` (name, port, topology), ``pki/``, ``state.db``,
+``kubeconfig``, ``server.log`` and ``server.pid`` while running. This module
+imports nothing heavy, so ``up`` spends its time starting the server, not
+loading libraries.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+DEFAULT_NAME = "gpulab"
+READY_TIMEOUT = 60.0
+
+
+class ClusterError(RuntimeError):
+    """A lifecycle failure whose message tells the user what to do."""
+
+
+def home() -> Path:
+    return Path(os.environ.get("GPULAB_HOME") or Path.home() / ".gpulab")
+
+
+def cluster_dir(name: str) -> Path:
+    return home() / "clusters" / name
+
+
+def kubeconfig_path(name: str) -> Path:
+    return cluster_dir(name) / "kubeconfig"
+
+
+def _pid(name: str) -> int | None:
+    try:
+        pid = int((cluster_dir(name) / "server.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return pid
+    return pid
+
+
+def is_running(name: str) -> bool:
+    return _pid(name) is not None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _port_taken(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def up(name: str = DEFAULT_NAME, *, topology: Path | None = None, merge: bool = False, port: int | None = None,
+       server_module: str = "gpulab.cluster.serve") -> Path:
+    """Start (or resume) the cluster; return the kubeconfig path once the API answers."""
+    directory = cluster_dir(name)
+    meta_file = directory / "cluster.json"
+    if is_running(name):
+        if topology is not None:
+            raise ClusterError(f"cluster {name!r} is already running; a topology applies only to a new cluster. "
+                               f"Run `gpulab cluster reset --name {name}` first to start over with {topology}.")
+        _write_kubeconfig(name, merge)
+        return kubeconfig_path(name)
+    if meta_file.exists():
+        try:
+            meta = json.loads(meta_file.read_text())
+            int(meta["port"])
+        except (OSError, ValueError, KeyError):
+            raise ClusterError(f"the state of cluster {name!r} in {directory} is corrupt (cluster.json unreadable). "
+                               f"Run `gpulab cluster reset --name {name}` to start afresh.") from None
+        if topology is not None:
+            raise ClusterError(f"cluster {name!r} already exists (stopped); a topology applies only to a new "
+                               f"cluster. Run `gpulab cluster reset --name {name}` first to use {topology}.")
+        if port is not None and port != meta["port"]:
+            meta["port"] = port
+            meta_file.write_text(json.dumps(meta, indent=1))
+    else:
+        from .topology import check_nodes, default_topology, load_topology
+
+        nodes = load_topology(topology, name) if topology else default_topology(name)
+        check_nodes(nodes)
+        directory.mkdir(parents=True, exist_ok=True)
+        meta = {"name": name, "port": port or _free_port(), "nodes": [asdict(n) for n in nodes]}
+        meta_file.write_text(json.dumps(meta, indent=1))
+    if _port_taken(int(meta["port"])):
+        raise ClusterError(
+            f"port {meta['port']} on 127.0.0.1, which cluster {name!r} uses, is taken by another process. "
+            f"Stop that process, or start this cluster on another port with "
+            f"`gpulab cluster up --name {name} --port PORT`.")
+    _spawn(name, server_module)
+    _write_kubeconfig(name, merge)
+    return kubeconfig_path(name)
+
+
+def _spawn(name: str, server_module: str) -> None:
+    directory = cluster_dir(name)
+    read_fd, write_fd = os.pipe()
+    log_file = open(directory / "server.log", "ab")  # noqa: SIM115 - handed to the child
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", server_module, "--dir", str(directory), "--ready-fd", str(write_fd)],
+            stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, pass_fds=(write_fd,),
+            start_new_session=True, close_fds=True)
+    finally:
+        os.close(write_fd)
+        log_file.close()
+    message = _read_ready(read_fd, proc)
+    if message == "READY":
+        return
+    if message.startswith("CORRUPT"):
+        raise ClusterError(f"cluster {name!r} cannot start: its state in {directory} is corrupt "
+                           f"({message[len('CORRUPT '):]}). Run `gpulab cluster reset --name {name}` to start afresh "
+                           f"(this deletes the cluster's objects).")
+    if message.startswith("ERROR"):
+        raise ClusterError(f"cluster {name!r} cannot start: {message[len('ERROR '):]}. "
+                           f"Try `gpulab cluster up --name {name} --port PORT` with a free port.")
+    raise ClusterError(f"the server of cluster {name!r} exited before it was ready. Its log "
+                       f"({directory / 'server.log'}) ends with:\n{_tail(directory / 'server.log')}\n"
+                       f"Fix the cause, then run `gpulab cluster up --name {name}` again.")
+
+
+def _read_ready(fd: int, proc: subprocess.Popen) -> str:
+    deadline = time.monotonic() + READY_TIMEOUT
+    chunks = b""
+    os.set_blocking(fd, False)
+    try:
+        while time.monotonic() < deadline:
+            try:
+                data = os.read(fd, 4096)
+            except BlockingIOError:
+                data = None
+            if data:
+                chunks += data
+                if b"\n" in chunks:
+                    return chunks.decode(errors="replace").strip()
+            elif data == b"":
+                return chunks.decode(errors="replace").strip()
+            if proc.poll() is not None and not chunks:
+                return ""
+            time.sleep(0.005)
+    finally:
+        os.close(fd)
+    proc.kill()
+    return ""
+
+
+def _write_kubeconfig(name: str, merge: bool) -> None:
+    from . import kubeconfig
+    from .pki import ensure_pki
+
+    directory = cluster_dir(name)
+    meta = json.loads((directory / "cluster.json").read_text())
+    config = kubeconfig.render(name, f"https://127.0.0.1:{meta['port']}", ensure_pki(directory / "pki"))
+    kubeconfig.write(directory / "kubeconfig", config)
+    if merge:
+        kubeconfig.merge_into(kubeconfig.user_kubeconfig_path(), config)
+
+
+def down(name: str = DEFAULT_NAME, timeout: float = 10.0) -> bool:
+    """Stop the server, keeping its state; False when it was not running."""
+    pid = _pid(name)
+    if pid is None:
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.02)
+    else:
+        os.kill(pid, signal.SIGKILL)
+    (cluster_dir(name) / "server.pid").unlink(missing_ok=True)
+    return True
+
+
+def reset(name: str = DEFAULT_NAME) -> None:
+    """Stop the cluster and delete its state (and its entries in ~/.kube/config)."""
+    from . import kubeconfig
+
+    down(name)
+    shutil.rmtree(cluster_dir(name), ignore_errors=True)
+    kubeconfig.remove_from(kubeconfig.user_kubeconfig_path(), name)
+
+
+def status(name: str = DEFAULT_NAME) -> dict:
+    directory = cluster_dir(name)
+    if not (directory / "cluster.json").exists():
+        return {"name": name, "state": "absent"}
+    meta = json.loads((directory / "cluster.json").read_text())
+    pid = _pid(name)
+    info = {"name": name, "state": "running" if pid else "stopped", "port": meta.get("port"),
+            "nodes": len(meta.get("nodes", [])), "directory": str(directory),
+            "kubeconfig": str(kubeconfig_path(name))}
+    if pid:
+        info["pid"] = pid
+    elif (directory / "server.pid").exists():
+        info["state"] = "crashed"
+    return info
+
+
+def list_clusters() -> list[str]:
+    base = home() / "clusters"
+    return sorted(p.name for p in base.iterdir() if (p / "cluster.json").exists()) if base.exists() else []

@@ -1,0 +1,194 @@
+"""The resource types the embedded API server serves, described as data.
+
+Everything else in the server (routing, discovery, OpenAPI, storage, printers,
+validation) looks a resource up here instead of hard-coding it, the way
+kube-apiserver builds its handlers from a table of REST storages. Custom
+resources defined by a CustomResourceDefinition are added at run time with
+:meth:`Registry.add_crd` and leave again with :meth:`Registry.remove_crd`.
+
+The metadata (short names, categories, verbs, subresources) is copied from the
+discovery documents of a v1.36 kube-apiserver, so ``kubectl api-resources``
+prints the same table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+NAMESPACE_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
+EVENT_VERBS = ALL_VERBS
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One REST resource (``pods``, ``deployments.apps``, ``podgroups.scheduling.x-k8s.io``)."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    singular: str = ""
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ALL_VERBS
+    subresources: tuple[str, ...] = ()
+    # For custom resources: the CRD version entry (schema, printer columns, subresources).
+    crd: dict | None = field(default=None, compare=False, hash=False, repr=False)
+    # Another resource whose objects this one serves under a different group
+    # (events.k8s.io/v1 events are core/v1 events stored once).
+    storage_alias: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Storage key: ``pods`` for the core group, ``deployments.apps`` otherwise."""
+        return self.plural if not self.group else f"{self.plural}.{self.group}"
+
+    @property
+    def storage_key(self) -> str:
+        return self.storage_alias or self.key
+
+    @property
+    def group_version(self) -> str:
+        return self.version if not self.group else f"{self.group}/{self.version}"
+
+    @property
+    def api_version(self) -> str:
+        return self.group_version
+
+    @property
+    def list_kind(self) -> str:
+        return self.kind + "List"
+
+    @property
+    def singular_name(self) -> str:
+        return self.singular or self.kind.lower()
+
+    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        """The REST path of a collection or object, as kube-apiserver routes it."""
+        prefix = "/api/" + self.version if not self.group else f"/apis/{self.group}/{self.version}"
+        parts = [prefix]
+        if self.namespaced and namespace:
+            parts.append(f"namespaces/{namespace}")
+        parts.append(self.plural)
+        if name:
+            parts.append(name)
+        return "/".join(parts)
+
+
+def _core(plural, kind, namespaced, **kw) -> ResourceType:
+    return ResourceType(group="", version="v1", plural=plural, kind=kind, namespaced=namespaced, **kw)
+
+
+BUILTIN: tuple[ResourceType, ...] = (
+    _core("namespaces", "Namespace", False, short_names=("ns",), verbs=NAMESPACE_VERBS,
+          subresources=("status", "finalize")),
+    _core("nodes", "Node", False, short_names=("no",), subresources=("status",)),
+    _core("pods", "Pod", True, short_names=("po",), categories=("all",),
+          subresources=("status", "binding", "eviction", "log")),
+    _core("events", "Event", True, short_names=("ev",)),
+    _core("configmaps", "ConfigMap", True, short_names=("cm",)),
+    _core("secrets", "Secret", True),
+    _core("serviceaccounts", "ServiceAccount", True, short_names=("sa",)),
+    _core("services", "Service", True, short_names=("svc",), categories=("all",),
+          verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
+          subresources=("status",)),
+    ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, short_names=("ds",), categories=("all",),
+                 subresources=("status",)),
+    ResourceType("apps", "v1", "deployments", "Deployment", True, short_names=("deploy",),
+                 categories=("all",), subresources=("status", "scale")),
+    ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, short_names=("rs",), categories=("all",),
+                 subresources=("status", "scale")),
+    ResourceType("apps", "v1", "controllerrevisions", "ControllerRevision", True),
+    ResourceType("batch", "v1", "jobs", "Job", True, categories=("all",), subresources=("status",)),
+    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
+    ResourceType("events.k8s.io", "v1", "events", "Event", True, short_names=("ev",), storage_alias="events"),
+    ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, short_names=("pdb",),
+                 subresources=("status",)),
+    ResourceType("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short_names=("pc",)),
+    ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
+                 short_names=("crd", "crds"), categories=("api-extensions",), subresources=("status",)),
+)
+
+
+class Registry:
+    """Looks resource types up by storage key, by (group, version, plural) and by kind."""
+
+    def __init__(self, types: tuple[ResourceType, ...] = BUILTIN):
+        self._by_gvr: dict[tuple[str, str, str], ResourceType] = {}
+        self._crd_names: dict[str, list[ResourceType]] = {}
+        # Bumped whenever the served types change, so discovery and OpenAPI
+        # documents (and their hashes) can be cached per generation.
+        self.generation = 0
+        for rt in types:
+            self._add(rt)
+
+    def _add(self, rt: ResourceType) -> None:
+        self._by_gvr[(rt.group, rt.version, rt.plural)] = rt
+
+    def types(self) -> list[ResourceType]:
+        return list(self._by_gvr.values())
+
+    def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
+        return self._by_gvr.get((group, version, plural))
+
+    def by_key(self, key: str) -> ResourceType:
+        """The preferred (storage) version of ``pods`` / ``deployments.apps``; KeyError if unknown."""
+        plural, _, group = key.partition(".")
+        for rt in self._by_gvr.values():
+            if rt.plural == plural and rt.group == group and rt.storage_alias is None:
+                if rt.crd is None or rt.crd.get("storage", True):
+                    return rt
+        raise KeyError(key)
+
+    def by_kind(self, api_version: str, kind: str) -> ResourceType | None:
+        group, _, version = api_version.rpartition("/")
+        for rt in self._by_gvr.values():
+            if rt.group == group and rt.version == version and rt.kind == kind:
+                return rt
+        return None
+
+    def group_versions(self) -> dict[str, list[str]]:
+        """Group name to its versions, preferred version first, in registration order."""
+        out: dict[str, list[str]] = {}
+        for rt in self._by_gvr.values():
+            versions = out.setdefault(rt.group, [])
+            if rt.version not in versions:
+                versions.append(rt.version)
+        return out
+
+    def in_group_version(self, group: str, version: str) -> list[ResourceType]:
+        return [rt for rt in self._by_gvr.values() if rt.group == group and rt.version == version]
+
+    # --- custom resources -------------------------------------------------
+    def add_crd(self, crd: dict) -> list[ResourceType]:
+        """Serve every version of an established CRD; replaces what an earlier revision served."""
+        self.remove_crd(crd["metadata"]["name"])
+        spec = crd["spec"]
+        names = spec["names"]
+        added = []
+        for ver in spec.get("versions", []):
+            if not ver.get("served", True):
+                continue
+            subs = tuple(sorted((ver.get("subresources") or {}).keys()))
+            rt = ResourceType(
+                group=spec["group"], version=ver["name"], plural=names["plural"], kind=names["kind"],
+                namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+                singular=names.get("singular", ""),
+                short_names=tuple(names.get("shortNames") or ()),
+                categories=tuple(names.get("categories") or ()),
+                subresources=subs,
+                crd=ver,
+            )
+            self._add(rt)
+            added.append(rt)
+        self._crd_names[crd["metadata"]["name"]] = added
+        self.generation += 1
+        return added
+
+    def remove_crd(self, crd_name: str) -> None:
+        removed = self._crd_names.pop(crd_name, [])
+        for rt in removed:
+            self._by_gvr.pop((rt.group, rt.version, rt.plural), None)
+        if removed:
+            self.generation += 1

@@ -1,0 +1,131 @@
+"""One embedded cluster in one process: storage, API, components and the HTTPS server.
+
+The first start seeds what kubeadm and the kubelets create on a new cluster
+(namespaces, the ``kubernetes`` Service, system PriorityClasses, the nodes of
+the topology); later starts resume from the state database.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import ssl
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Awaitable, Callable
+
+from aiohttp import web
+
+from . import components
+from .api import Api
+from .errors import ApiError
+from .pki import ClusterPKI
+from .server.app import ApiServer
+from .store import Store
+from .topology import NodeSpec, node_object
+
+log = logging.getLogger("gpulab.runtime")
+
+FLUSH_INTERVAL = 0.05
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# pkg/apis/scheduling/types.go: the two built-in classes and their values.
+SYSTEM_PRIORITY_CLASSES = (("system-node-critical", 2000001000, "Used for system critical pods that must not be "
+                            "moved from their current node."),
+                           ("system-cluster-critical", 2000000000, "Used for system critical pods that must run in "
+                            "the cluster, but can be moved to another node if necessary."))
+
+
+@dataclass
+class RuntimeConfig:
+    state_dir: Path
+    cluster_name: str
+    port: int
+    pki: ClusterPKI
+    nodes: list[NodeSpec] = field(default_factory=list)
+
+
+class Runtime:
+    def __init__(self, config: RuntimeConfig):
+        self.config = config
+        self.store = Store(config.state_dir / "state.db")
+        self.api = Api(self.store)
+        self.tasks: list[asyncio.Task] = []
+        self._runner: web.AppRunner | None = None
+        self._resource_hooks: dict[str, list[Callable[[], None]]] = {}
+
+    # --- seeding ----------------------------------------------------------
+    def seed(self) -> None:
+        """Create the objects a new cluster starts with; a no-op for objects that exist already."""
+        api = self.api
+        for ns in SYSTEM_NAMESPACES:
+            self._ensure("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        for name, value, description in SYSTEM_PRIORITY_CLASSES:
+            self._ensure("priorityclasses.scheduling.k8s.io", {
+                "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+                "value": value, "description": description, "preemptionPolicy": "PreemptLowerPriority"})
+        if api.try_get("services", "kubernetes", "default") is None:
+            api.create("services", {
+                "apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "kubernetes", "namespace": "default",
+                             "labels": {"component": "apiserver", "provider": "kubernetes"}},
+                "spec": {"clusterIP": "10.96.0.1", "type": "ClusterIP", "sessionAffinity": "None",
+                         "ports": [{"name": "https", "port": 443, "protocol": "TCP",
+                                    "targetPort": self.config.port}]}}, "default", manager="kube-apiserver")
+        for i, spec in enumerate(self.config.nodes):
+            self._ensure("nodes", node_object(spec, i), manager="kubelet")
+        self.store.commit()
+
+    def _ensure(self, key: str, obj: dict, manager: str = "kube-apiserver") -> None:
+        try:
+            self.api.create(key, obj, obj["metadata"].get("namespace"), manager=manager)
+        except ApiError as exc:
+            if exc.code != 409:
+                raise
+
+    # --- hooks for add-ons ------------------------------------------------
+    def when_resource_served(self, storage_key: str, start: Callable[[], None]) -> None:
+        """Call ``start`` once ``storage_key`` (e.g. a CRD-defined resource) is served, now or later."""
+        try:
+            self.api.registry.by_key(storage_key)
+        except KeyError:
+            self._resource_hooks.setdefault(storage_key, []).append(start)
+            return
+        start()
+
+    def _on_crd_change(self, event_type: str, crd: dict, old) -> None:
+        if event_type == "DELETED" or not self._resource_hooks:
+            return
+        spec = crd.get("spec") or {}
+        key = f"{(spec.get('names') or {}).get('plural')}.{spec.get('group')}"
+        for start in self._resource_hooks.pop(key, []):
+            asyncio.get_running_loop().call_soon(start)
+
+    # --- lifecycle --------------------------------------------------------
+    async def start(self, ready: Callable[[], Awaitable[None]] | None = None) -> None:
+        self.api.subscribe("customresourcedefinitions.apiextensions.k8s.io", self._on_crd_change)
+        for component in components.build(self.api, self.config):
+            self.tasks.append(asyncio.create_task(component.run(), name=getattr(component, "name", "component")))
+        self.tasks.append(asyncio.create_task(self._flush_loop(), name="flush"))
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(str(self.config.pki.server_cert), str(self.config.pki.server_key))
+        server = ApiServer(self.api, self.config.pki.token)
+        self._runner = web.AppRunner(server.app(), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self.config.port, ssl_context=ctx, backlog=512,
+                           reuse_address=True)
+        await site.start()
+        (self.config.state_dir / "endpoint.json").write_text(json.dumps(
+            {"server": f"https://127.0.0.1:{self.config.port}"}))
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(FLUSH_INTERVAL)
+            self.store.commit()
+
+    async def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self._runner is not None:
+            await self._runner.cleanup()
+        self.store.close()

@@ -1,0 +1,324 @@
+"""The scheduler's view of the cluster: nodes, the pods that use them, and indexes over both.
+
+Like kube-scheduler's cache (pkg/scheduler/backend/cache), it holds every
+node's allocatable resources and the requests of the non-terminal pods bound
+or assumed there (the scheduler's pod informer ignores Succeeded/Failed pods:
+pkg/scheduler/scheduler.go ``newPodInformer``), updated incrementally from
+API change notifications, and "assumes" a pod onto a node before its binding
+is written.
+
+Unlike upstream, which re-evaluates every node for every pod, the cache also
+keeps nodes grouped so that one evaluation serves many nodes:
+
+* a **taint class** gathers nodes with identical taints and ``spec.unschedulable``
+  (NodeUnschedulable and TaintToleration give them identical verdicts and scores);
+* inside a class, a **bucket** gathers nodes with identical allocatable and
+  requested resources and pod counts (NodeResourcesFit, LeastAllocated,
+  BalancedAllocation and NodeResourcesAllocatable give them identical verdicts
+  and scores);
+* a ``LabelIndex`` answers node selectors and affinity terms with set operations.
+
+A node with pods nominated to it by preemption sits alone in its bucket, since
+its fit then depends on the priority of the pod being scheduled.
+"""
+from __future__ import annotations
+
+import heapq
+
+from .nodeselectors import LabelIndex
+from .podinfo import PodInfo
+from .resources import Resources, node_allocatable
+
+
+class NodeInfo:
+    __slots__ = ("name", "node", "taints", "unschedulable", "alloc", "allowed_pods", "requested", "non_zero",
+                 "pods", "taint_class", "bucket")
+
+    def __init__(self, name: str):
+        self.name = name
+        self.node: dict | None = None
+        self.taints: list[dict] = []
+        self.unschedulable = False
+        self.alloc = Resources()
+        self.allowed_pods = 0
+        self.requested = Resources()
+        self.non_zero = [0, 0]
+        self.pods: dict[str, PodInfo] = {}
+        self.taint_class: TaintClass | None = None
+        self.bucket: Bucket | None = None
+
+    def set_node(self, node: dict) -> None:
+        self.node = node
+        spec = node.get("spec") or {}
+        self.taints = list(spec.get("taints") or ())
+        self.unschedulable = bool(spec.get("unschedulable"))
+        self.alloc, self.allowed_pods = node_allocatable(node)
+
+    def add_pod(self, pi: PodInfo) -> None:
+        self.pods[pi.uid] = pi
+        self._account(pi, 1)
+
+    def remove_pod(self, uid: str) -> PodInfo | None:
+        pi = self.pods.pop(uid, None)
+        if pi is not None:
+            self._account(pi, -1)
+        return pi
+
+    def _account(self, pi: PodInfo, sign: int) -> None:
+        req, have = pi.request, self.requested
+        have.cpu += sign * req.cpu
+        have.memory += sign * req.memory
+        have.ephemeral += sign * req.ephemeral
+        for name, amount in req.scalars.items():
+            left = have.scalars.get(name, 0) + sign * amount
+            if left:
+                have.scalars[name] = left
+            else:
+                have.scalars.pop(name, None)
+        self.non_zero[0] += sign * pi.non_zero[0]
+        self.non_zero[1] += sign * pi.non_zero[1]
+
+    def copy(self) -> NodeInfo:
+        """A copy whose pods and requests can change without touching the cache (preemption's dry run)."""
+        other = NodeInfo(self.name)
+        other.node, other.taints, other.unschedulable = self.node, self.taints, self.unschedulable
+        other.alloc, other.allowed_pods = self.alloc, self.allowed_pods
+        req = self.requested
+        other.requested = Resources(req.cpu, req.memory, req.ephemeral, dict(req.scalars))
+        other.non_zero = list(self.non_zero)
+        other.pods = dict(self.pods)
+        return other
+
+    def resource_key(self) -> tuple:
+        return (self.alloc.key(), self.allowed_pods, self.requested.key(), tuple(self.non_zero), len(self.pods))
+
+    @property
+    def labels(self) -> dict:
+        return ((self.node or {}).get("metadata") or {}).get("labels") or {}
+
+
+class Bucket:
+    """Nodes of one taint class in the same resource state; ``representative`` stands for all of them."""
+
+    __slots__ = ("key", "members", "_heap", "representative")
+
+    def __init__(self, key: tuple, representative: NodeInfo):
+        self.key = key
+        self.members: set[str] = set()
+        self._heap: list[str] = []
+        self.representative = representative
+
+    def add(self, name: str) -> None:
+        self.members.add(name)
+        heapq.heappush(self._heap, name)
+
+    def discard(self, name: str) -> None:
+        self.members.discard(name)
+        if len(self._heap) > 4 * len(self.members) + 64:
+            self._heap = sorted(self.members)
+
+    def first(self) -> str:
+        """The smallest member name: the deterministic tie-break among equivalent nodes."""
+        heap = self._heap
+        while heap[0] not in self.members:
+            heapq.heappop(heap)
+        return heap[0]
+
+
+class TaintClass:
+    __slots__ = ("id", "taints", "unschedulable", "members", "buckets")
+
+    def __init__(self, class_id: int, taints: list[dict], unschedulable: bool):
+        self.id = class_id
+        self.taints = taints
+        self.unschedulable = unschedulable
+        self.members: set[str] = set()
+        self.buckets: dict[tuple, Bucket] = {}
+
+
+class SchedulerCache:
+    def __init__(self) -> None:
+        self.nodes: dict[str, NodeInfo] = {}
+        self.labels = LabelIndex()
+        self.classes: dict[tuple, TaintClass] = {}
+        self._pod_node: dict[str, str] = {}
+        self._assumed: set[str] = set()
+        self._orphans: dict[str, dict[str, PodInfo]] = {}  # pods bound to nodes the cache has not seen
+        self.nominated: dict[str, dict[str, PodInfo]] = {}  # node -> uid -> pod nominated there
+        self._nominated_node: dict[str, str] = {}
+        self.static_verdicts: dict[tuple[int, str], object] = {}  # (taint class id, tolerations) -> Status | None
+        self._priorities: dict[int, int] = {}  # priority -> number of pods counted on nodes
+
+    # --- nodes ------------------------------------------------------------
+    def set_node(self, node: dict) -> NodeInfo:
+        name = node["metadata"]["name"]
+        info = self.nodes.get(name)
+        if info is None:
+            info = self.nodes[name] = NodeInfo(name)
+            for pi in self._orphans.pop(name, {}).values():
+                info.add_pod(pi)
+        self._unplace(info)
+        info.set_node(node)
+        self.labels.set_node(name, info.labels)
+        self._place(info)
+        return info
+
+    def remove_node(self, name: str) -> None:
+        info = self.nodes.pop(name, None)
+        if info is None:
+            return
+        self._unplace(info)
+        self.labels.remove_node(name)
+        if info.pods:
+            self._orphans[name] = dict(info.pods)
+
+    def _class_for(self, info: NodeInfo) -> TaintClass:
+        key = (repr(sorted((t.get("key", ""), t.get("value", ""), t.get("effect", "")) for t in info.taints)),
+               info.unschedulable)
+        cls = self.classes.get(key)
+        if cls is None:
+            cls = self.classes[key] = TaintClass(len(self.classes), info.taints, info.unschedulable)
+        return cls
+
+    def _place(self, info: NodeInfo) -> None:
+        cls = info.taint_class or self._class_for(info)
+        info.taint_class = cls
+        cls.members.add(info.name)
+        key = ("nominated", info.name) if info.name in self.nominated else info.resource_key()
+        bucket = cls.buckets.get(key)
+        if bucket is None:
+            bucket = cls.buckets[key] = Bucket(key, info)
+        bucket.add(info.name)
+        info.bucket = bucket
+
+    def _unplace(self, info: NodeInfo) -> None:
+        cls, bucket = info.taint_class, info.bucket
+        if cls is None:
+            return
+        cls.members.discard(info.name)
+        if bucket is not None:
+            bucket.discard(info.name)
+            if not bucket.members:
+                del cls.buckets[bucket.key]
+            elif bucket.representative is info:
+                bucket.representative = self.nodes[next(iter(bucket.members))]
+        info.taint_class = info.bucket = None
+
+    def _replace_resources(self, info: NodeInfo, change) -> None:
+        cls = info.taint_class
+        self._unplace(info)
+        change()
+        info.taint_class = cls
+        if cls is not None:
+            self._place(info)
+
+    # --- pods -------------------------------------------------------------
+    def node_of(self, uid: str) -> str | None:
+        return self._pod_node.get(uid)
+
+    def pod_info(self, uid: str) -> PodInfo | None:
+        node_name = self._pod_node.get(uid)
+        if node_name is None:
+            return None
+        info = self.nodes.get(node_name)
+        return info.pods.get(uid) if info is not None else self._orphans.get(node_name, {}).get(uid)
+
+    def is_assumed(self, uid: str) -> bool:
+        return uid in self._assumed
+
+    def add_pod(self, pi: PodInfo, node_name: str, *, assumed: bool = False) -> None:
+        """Count a pod on a node (bound, or assumed by this scheduler before binding)."""
+        current = self._pod_node.get(pi.uid)
+        if current == node_name:
+            if not assumed:
+                self._assumed.discard(pi.uid)
+            self._update_pod(pi, node_name)
+            return
+        if current is not None:
+            self.remove_pod(pi.uid)
+        self._pod_node[pi.uid] = node_name
+        if assumed:
+            self._assumed.add(pi.uid)
+        self._count_priority(pi.priority, 1)
+        info = self.nodes.get(node_name)
+        if info is None:
+            self._orphans.setdefault(node_name, {})[pi.uid] = pi
+            return
+        self._replace_resources(info, lambda: info.add_pod(pi))
+
+    def _count_priority(self, priority: int, delta: int) -> None:
+        left = self._priorities.get(priority, 0) + delta
+        if left:
+            self._priorities[priority] = left
+        else:
+            self._priorities.pop(priority, None)
+
+    def has_pods_below(self, priority: int) -> bool:
+        """Whether any counted pod has a lower priority (else preemption finds no victims anywhere)."""
+        return any(p < priority for p in self._priorities)
+
+    def _update_pod(self, pi: PodInfo, node_name: str) -> None:
+        info = self.nodes.get(node_name)
+        if info is None:
+            self._orphans.setdefault(node_name, {})[pi.uid] = pi
+            return
+        old = info.pods.get(pi.uid)
+        if old is pi:
+            return
+        if old is not None:
+            self._count_priority(old.priority, -1)
+        self._count_priority(pi.priority, 1)
+        if old is not None and old.request.key() == pi.request.key() and old.non_zero == pi.non_zero:
+            info.pods[pi.uid] = pi
+            return
+        self._replace_resources(info, lambda: (info.remove_pod(pi.uid), info.add_pod(pi)))
+
+    def remove_pod(self, uid: str) -> PodInfo | None:
+        node_name = self._pod_node.pop(uid, None)
+        self._assumed.discard(uid)
+        if node_name is None:
+            return None
+        info = self.nodes.get(node_name)
+        if info is None:
+            removed = self._orphans.get(node_name, {}).pop(uid, None)
+        else:
+            holder: list[PodInfo | None] = [None]
+            self._replace_resources(info, lambda: holder.__setitem__(0, info.remove_pod(uid)))
+            removed = holder[0]
+        if removed is not None:
+            self._count_priority(removed.priority, -1)
+        return removed
+
+    def pods_on(self, node_name: str) -> list[PodInfo]:
+        info = self.nodes.get(node_name)
+        return list(info.pods.values()) if info is not None else list(self._orphans.get(node_name, {}).values())
+
+    def all_pods(self):
+        for info in self.nodes.values():
+            yield from info.pods.values()
+
+    # --- nominated pods (preemptors waiting for their victims to leave) ---
+    def nominate(self, pi: PodInfo, node_name: str) -> None:
+        self.unnominate(pi.uid)
+        if not node_name:
+            return
+        self.nominated.setdefault(node_name, {})[pi.uid] = pi
+        self._nominated_node[pi.uid] = node_name
+        info = self.nodes.get(node_name)
+        if info is not None and len(self.nominated[node_name]) == 1:
+            self._replace_resources(info, lambda: None)
+
+    def unnominate(self, uid: str) -> None:
+        node_name = self._nominated_node.pop(uid, None)
+        if node_name is None:
+            return
+        pods = self.nominated.get(node_name, {})
+        pods.pop(uid, None)
+        if not pods:
+            self.nominated.pop(node_name, None)
+            info = self.nodes.get(node_name)
+            if info is not None:
+                self._replace_resources(info, lambda: None)
+
+    def nominated_node_of(self, uid: str) -> str:
+        return self._nominated_node.get(uid, "")

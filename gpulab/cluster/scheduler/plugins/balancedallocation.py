@@ -1,0 +1,33 @@
+"""NodeResourcesBalancedAllocation (pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go).
+
+Favours nodes whose cpu and memory would be used in equal fractions:
+``(1 - std) * 100`` with ``std = |f_cpu - f_memory| / 2`` on the real requests
+(fractions capped at 1), truncated to an integer. PreScore skips best-effort
+pods (no cpu and no memory requests, kubernetes/kubernetes#129138). Weight 1.
+"""
+from __future__ import annotations
+
+from ..resources import Resources
+
+NAME = "NodeResourcesBalancedAllocation"
+WEIGHT = 1
+
+
+def skips(pod) -> bool:
+    return pod.real_cpu_memory == (0, 0)
+
+
+def balanced(pod_cpu_memory: tuple[int, int], alloc: Resources, requested: Resources) -> int:
+    fractions = []
+    for capacity, used, want in zip((alloc.cpu, alloc.memory), (requested.cpu, requested.memory), pod_cpu_memory):
+        if capacity == 0:
+            continue
+        fractions.append(min((used + want) / capacity, 1.0))
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    return int((1 - std) * 100)
+
+
+def score_node(pod, info) -> int:
+    return balanced(pod.real_cpu_memory, info.alloc, info.requested)

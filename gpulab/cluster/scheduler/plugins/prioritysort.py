@@ -1,0 +1,9 @@
+"""PrioritySort (pkg/scheduler/framework/plugins/queuesort/priority_sort.go): higher priority first, then the
+pod that entered the queue first (``QueuedPodInfo.Timestamp``)."""
+from __future__ import annotations
+
+NAME = "PrioritySort"
+
+
+def sort_key(qpi) -> tuple:
+    return (-qpi.info.priority, qpi.timestamp, qpi.seq)

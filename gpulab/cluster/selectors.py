@@ -1,0 +1,241 @@
+"""Label and field selectors with kube-apiserver's syntax, supported fields and error messages.
+
+Follows k8s.io/apimachinery/pkg/labels/selector.go (set-based label selector
+grammar), k8s.io/apimachinery/pkg/fields/selector.go, and the per-kind field
+label conversion functions (pkg/apis/core/v1/conversion.go and friends), which
+decide which fields each kind can be selected by. Written by hand because it
+must reproduce the apiserver's grammar and messages; no Python library does.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from .errors import ApiError, bad_request
+
+
+@dataclass(frozen=True)
+class Requirement:
+    key: str
+    op: str  # "=", "!=", "in", "notin", "exists", "!", "gt", "lt"
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: dict) -> bool:
+        if self.op in ("=", "==", "in"):
+            return self.key in labels and labels[self.key] in self.values
+        if self.op in ("!=", "notin"):
+            return self.key not in labels or labels[self.key] not in self.values
+        if self.op == "exists":
+            return self.key in labels
+        if self.op == "!":
+            return self.key not in labels
+        if self.op in ("gt", "lt"):
+            if self.key not in labels:
+                return False
+            try:
+                have, want = int(labels[self.key]), int(self.values[0])
+            except ValueError:
+                return False
+            return have > want if self.op == "gt" else have < want
+        return False
+
+
+_TOKEN = re.compile(r"\s*(!=|==|=|!|,|\(|\)|>|<|[^\s!=,()<>]+)")
+
+
+def parse_label_selector(text: str | None) -> list[Requirement]:
+    """labels.Parse: ``a=b,c!=d,e in (x,y),!f,g,h notin (z)``; 400 on bad syntax."""
+    if not text or not text.strip():
+        return []
+    tokens = _TOKEN.findall(text)
+    reqs: list[Requirement] = []
+    i = 0
+
+    def fail(detail: str) -> ApiError:
+        return bad_request(f"unable to parse requirement: {detail}")
+
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok == "!":
+            if i + 1 >= len(tokens):
+                raise fail("found '', expected: identifier")
+            reqs.append(Requirement(tokens[i + 1], "!"))
+            i += 2
+        else:
+            key = tok
+            i += 1
+            if i >= len(tokens) or tokens[i] == ",":
+                reqs.append(Requirement(key, "exists"))
+            else:
+                op = tokens[i]
+                i += 1
+                if op in ("=", "==", "!="):
+                    value = tokens[i] if i < len(tokens) and tokens[i] not in (",",) else ""
+                    if value:
+                        i += 1
+                    reqs.append(Requirement(key, "=" if op in ("=", "==") else "!=", (value,)))
+                elif op in ("in", "notin"):
+                    if i >= len(tokens) or tokens[i] != "(":
+                        raise fail(f"found '{tokens[i] if i < len(tokens) else ''}', expected: '('")
+                    i += 1
+                    values = []
+                    while i < len(tokens) and tokens[i] != ")":
+                        if tokens[i] != ",":
+                            values.append(tokens[i])
+                        i += 1
+                    if i >= len(tokens):
+                        raise fail("found '', expected: ')'")
+                    i += 1
+                    reqs.append(Requirement(key, op, tuple(values)))
+                elif op in (">", "<"):
+                    reqs.append(Requirement(key, "gt" if op == ">" else "lt", (tokens[i],)))
+                    i += 1
+                else:
+                    raise fail(f"found '{op}', expected: in, notin, =, ==, !=, gt, lt")
+        if i < len(tokens):
+            if tokens[i] != ",":
+                raise fail(f"found '{tokens[i]}', expected: ',' or 'end of string'")
+            i += 1
+    for r in reqs:
+        _check_label_key(r.key)
+    return reqs
+
+
+_QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+
+
+def _check_label_key(key: str) -> None:
+    name = key.rsplit("/", 1)[-1]
+    if not name or len(name) > 63 or not _QUALIFIED.match(name):
+        raise bad_request(
+            f'unable to parse requirement: values[0][{key}]: Invalid value: "{key}": name part must consist of '
+            "alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+            "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+            "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+
+
+def label_selector_from_dict(selector: dict | None) -> list[Requirement]:
+    """A metav1.LabelSelector (matchLabels + matchExpressions) as requirements."""
+    if not selector:
+        return []
+    reqs = [Requirement(k, "=", (v,)) for k, v in (selector.get("matchLabels") or {}).items()]
+    ops = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+    for e in selector.get("matchExpressions") or ():
+        reqs.append(Requirement(e["key"], ops[e["operator"]], tuple(e.get("values") or ())))
+    return reqs
+
+
+def matches_labels(reqs: list[Requirement], labels: dict | None) -> bool:
+    labels = labels or {}
+    return all(r.matches(labels) for r in reqs)
+
+
+# --- field selectors ------------------------------------------------------
+def _get(path: str) -> Callable[[dict], str]:
+    parts = path.split(".")
+
+    def getter(obj: dict) -> str:
+        cur = obj
+        for p in parts:
+            if not isinstance(cur, dict):
+                return ""
+            cur = cur.get(p)
+            if cur is None:
+                return ""
+        if isinstance(cur, bool):
+            return "true" if cur else "false"
+        return str(cur)
+
+    return getter
+
+
+_META = ("metadata.name", "metadata.namespace")
+FIELD_LABELS: dict[str, tuple[str, ...]] = {
+    "pods": _META + ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+                     "spec.hostNetwork", "status.phase", "status.podIP", "status.podIPs", "status.nominatedNodeName"),
+    "nodes": _META + ("spec.unschedulable",),
+    "events": _META + ("involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+                       "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+                       "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"),
+    "namespaces": _META + ("status.phase",),
+    "secrets": _META + ("type",),
+    "replicasets.apps": _META + ("status.replicas",),
+    "jobs.batch": _META + ("status.successful",),
+}
+
+_SPECIAL_GETTERS = {
+    "source": _get("source.component"),
+    "spec.unschedulable": lambda o: "true" if (o.get("spec") or {}).get("unschedulable") else "false",
+    "spec.hostNetwork": lambda o: "true" if (o.get("spec") or {}).get("hostNetwork") else "false",
+    "metadata.namespace": lambda o: (o.get("metadata") or {}).get("namespace", ""),
+}
+
+
+@dataclass(frozen=True)
+class FieldRequirement:
+    field: str
+    op: str  # "=" or "!="
+    value: str
+    getter: Callable[[dict], str]
+
+    def matches(self, obj: dict) -> bool:
+        have = self.getter(obj)
+        return have == self.value if self.op == "=" else have != self.value
+
+
+def parse_field_selector(text: str | None, storage_key: str, extra_fields: tuple[str, ...] = ()) -> list[FieldRequirement]:
+    """fields.ParseSelector plus the kind's field label conversion; 400 for unsupported fields."""
+    if not text or not text.strip():
+        return []
+    supported = FIELD_LABELS.get(storage_key, _META) + tuple(extra_fields)
+    reqs = []
+    for part in _split_unescaped(text):
+        part = part.strip()
+        if not part:
+            continue
+        for op in ("!=", "==", "="):
+            if op in part:
+                field, value = part.split(op, 1)
+                break
+        else:
+            raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
+        field = field.strip()
+        if field not in supported:
+            raise bad_request(f'field label not supported: {field}')
+        getter = _SPECIAL_GETTERS.get(field) or _get(field)
+        reqs.append(FieldRequirement(field, "!=" if op == "!=" else "=", _unescape(value.strip()), getter))
+    return reqs
+
+
+def _split_unescaped(text: str) -> list[str]:
+    parts, cur, escaped = [], [], False
+    for ch in text:
+        if escaped:
+            cur.append("\\" + ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == ",":
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
+def _unescape(value: str) -> str:
+    return re.sub(r"\\(.)", r"\1", value)
+
+
+def matches_fields(reqs: list[FieldRequirement], obj: dict) -> bool:
+    return all(r.matches(obj) for r in reqs)
+
+
+def exact_field(reqs: list[FieldRequirement], field: str) -> str | None:
+    """The value a selector pins a field to with ``=`` (lets lists use an index)."""
+    for r in reqs:
+        if r.field == field and r.op == "=":
+            return r.value
+    return None

@@ -1,0 +1,85 @@
+"""The server process of an embedded cluster: ``python -m gpulab.cluster.serve --dir STATE_DIR``.
+
+Started in the background by ``gpulab cluster up``. It reports readiness (or
+the reason it cannot start) on the file descriptor given by ``--ready-fd``, so
+``up`` returns as soon as the API answers, and it stops cleanly on SIGTERM.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Callable
+
+from .pki import ensure_pki
+from .runtime import Runtime, RuntimeConfig
+from .store import CorruptStateError
+from .topology import NodeSpec
+
+Addon = Callable[[Runtime], None]
+
+
+def _report(fd: int | None, message: str) -> None:
+    if fd is None:
+        return
+    try:
+        os.write(fd, message.encode() + b"\n")
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def load_config(state_dir: Path) -> RuntimeConfig:
+    meta = json.loads((state_dir / "cluster.json").read_text())
+    nodes = [NodeSpec(**n) for n in meta.get("nodes", [])]
+    return RuntimeConfig(state_dir=state_dir, cluster_name=meta["name"], port=int(meta["port"]),
+                         pki=ensure_pki(state_dir / "pki"), nodes=nodes)
+
+
+async def _serve(config: RuntimeConfig, ready_fd: int | None, addons: list[Addon]) -> None:
+    runtime = Runtime(config)
+    runtime.seed()
+    try:
+        await runtime.start()
+    except OSError as exc:
+        _report(ready_fd, f"ERROR port {config.port} cannot be used: {exc.strerror or exc}")
+        await runtime.stop()
+        return
+    for addon in addons:
+        addon(runtime)
+    (config.state_dir / "server.pid").write_text(str(os.getpid()))
+    _report(ready_fd, "READY")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await runtime.stop()
+    (config.state_dir / "server.pid").unlink(missing_ok=True)
+
+
+def main(argv: list[str] | None = None, addons: list[Addon] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gpulab-cluster-server")
+    parser.add_argument("--dir", required=True, type=Path)
+    parser.add_argument("--ready-fd", type=int)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        config = load_config(args.dir)
+        asyncio.run(_serve(config, args.ready_fd, addons or []))
+    except CorruptStateError as exc:
+        _report(args.ready_fd, f"CORRUPT {exc}")
+        return 3
+    except (OSError, ValueError, KeyError) as exc:
+        _report(args.ready_fd, f"CORRUPT cannot read the cluster's state in {args.dir}: {exc}")
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""Device allocation for one pod: which devices each container gets, and what the container then sees.
+
+On a real node the kubelet's device manager picks device IDs for each
+container (asking the plugin's ``GetPreferredAllocation`` first), then calls
+``Allocate``; the NVIDIA plugin answers with ``NVIDIA_VISIBLE_DEVICES`` (the
+GPU or MIG UUIDs behind the IDs, ``DEVICE_LIST_STRATEGY=envvar``) and the
+container toolkit mounts ``nvidia-smi`` into the container. Here the answer is
+the pod annotation of the node agent's handshake (docs/architecture.md), with
+``nvidia-smi`` / ``nvidia-smi -L`` rendered for exactly the visible devices.
+
+Choice of devices follows NVIDIA/k8s-device-plugin ``internal/rm/allocate.go``:
+replicated (time-sliced) devices are spread over the GPUs with the fewest
+replicas in use (``distributedAlloc``); whole GPUs and MIG devices go lowest
+index first (the kubelet takes the plugin's preferred, topology-aligned list).
+A request the plugin refuses (``failRequestsGreaterThanOne``) or that cannot be
+met is answered with ``error``, which the node agent turns into the kubelet's
+``UnexpectedAdmissionError``.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import datetime, timezone
+
+from .deviceplugin import Device
+from .driver import cuda_version
+from .hardware import GpuModel
+from .latency import expected_latency
+from .mig import Layout
+from .nvidia_smi import node_gpus, render, render_list, visible
+from .sharing import DevicePluginConfig, admission_error
+
+ALLOCATION_ANNOTATION = "gpulab.dev/device-allocation"
+LATENCY_ANNOTATION = "gpulab.dev/expected-latency"
+_KUBELET_PREFIX = "Allocate failed due to rpc error: code = Unknown desc = "
+_KUBELET_SUFFIX = ", which is unexpected"
+
+
+def _quantity(value) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0
+
+
+def container_requests(container: dict, resources: set[str]) -> dict[str, int]:
+    """Device counts a container asks for among ``resources`` (limits, as extended resources require)."""
+    res = container.get("resources") or {}
+    wanted = {**(res.get("requests") or {}), **(res.get("limits") or {})}
+    return {name: _quantity(v) for name, v in wanted.items() if name in resources and _quantity(v) > 0}
+
+
+def pod_containers(pod: dict) -> list[dict]:
+    spec = pod.get("spec") or {}
+    return list(spec.get("initContainers") or []) + list(spec.get("containers") or [])
+
+
+def pod_requests_any(pod: dict, resources: set[str]) -> bool:
+    return any(container_requests(c, resources) for c in pod_containers(pod))
+
+
+def allocated_ids(pod: dict) -> set[str]:
+    """Device IDs recorded in a pod's allocation annotation."""
+    raw = ((pod.get("metadata") or {}).get("annotations") or {}).get(ALLOCATION_ANNOTATION)
+    if not raw:
+        return set()
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return set()
+    return {d for c in (doc.get("containers") or {}).values() for ids in (c.get("devices") or {}).values()
+            for d in ids}
+
+
+def _pick(devices: list[Device], free: list[Device], count: int, used: set[str]) -> list[Device] | None:
+    if len(free) < count:
+        return None
+    if not any("::" in d.id for d in devices):
+        return free[:count]
+    load = Counter(d.physical for d in devices if d.id in used)
+    chosen: list[Device] = []
+    pool = list(free)
+    for _ in range(count):
+        best = min(pool, key=lambda d: (load[d.physical], d.gpu_index, d.id))
+        chosen.append(best)
+        pool.remove(best)
+        load[best.physical] += 1
+    return chosen
+
+
+def allocate(pod: dict, devices: dict[str, list[Device]], used: set[str], config: DevicePluginConfig, *,
+             model: GpuModel, node_name: str, layout: Layout, driver_version: str,
+             now: datetime | None = None) -> dict:
+    """The ``gpulab.dev/device-allocation`` document for ``pod`` on this node."""
+    used = set(used)
+    containers: dict[str, dict] = {}
+    gpus = node_gpus(model, node_name, layout)
+    cuda = cuda_version(driver_version)
+    when = now or datetime.now(timezone.utc)
+    for container in pod_containers(pod):
+        wanted = container_requests(container, set(devices))
+        if not wanted:
+            continue
+        given: dict[str, list[str]] = {}
+        physical: list[str] = []
+        for resource, count in sorted(wanted.items()):
+            refusal = admission_error(config, resource, count)
+            if refusal:
+                return {"containers": {}, "error": refusal.removeprefix(_KUBELET_PREFIX).removesuffix(_KUBELET_SUFFIX)}
+            pool = devices[resource]
+            chosen = _pick(pool, [d for d in pool if d.id not in used], count, used)
+            if chosen is None:
+                available = sum(1 for d in pool if d.id not in used)
+                return {"containers": {}, "error": f"requested number of devices unavailable for {resource}. "
+                                                   f"Requested: {count}, Available: {available}"}
+            used.update(d.id for d in chosen)
+            given[resource] = [d.id for d in chosen]
+            physical += [d.physical for d in chosen if d.physical not in physical]
+        seen = visible(gpus, physical)
+        containers[container["name"]] = {
+            "devices": given,
+            "env": {"NVIDIA_VISIBLE_DEVICES": ",".join(physical)},
+            "commands": {"nvidia-smi": render(seen, driver_version=driver_version, cuda_version=cuda, now=when),
+                         "nvidia-smi -L": render_list(seen)},
+        }
+    return {"containers": containers}
+
+
+def latency_figures(pod: dict, devices: dict[str, list[Device]], active_pods: list[dict], model: GpuModel) -> dict:
+    """The latency model's expectation for this pod (:func:`gpulab.gpustack.latency.expected_latency`).
+
+    ``mode`` is ``time-slicing`` when the pod holds a replica, ``mig`` for a MIG
+    device, else ``exclusive``; busy neighbours are the other running pods holding
+    a replica of the same physical device (the model's worst case: all busy).
+    """
+    by_id = {d.id: d for devs in devices.values() for d in devs}
+    mine = [by_id[i] for i in sorted(allocated_ids(pod)) if i in by_id]
+    if not mine:
+        return {}
+    physical = {d.physical for d in mine}
+    profile = next((d.mig_profile for d in mine if d.mig_profile), "")
+    if any("::" in d.id for d in mine):
+        mode = "time-slicing"
+    elif profile:
+        mode = "mig"
+    else:
+        mode = "exclusive"
+    neighbours = 0
+    if mode == "time-slicing":
+        for other in active_pods:
+            if other["metadata"]["uid"] != pod["metadata"]["uid"] and \
+                    {by_id[i].physical for i in allocated_ids(other) if i in by_id} & physical:
+                neighbours += 1
+    figures = expected_latency(mode, neighbours=neighbours, mig_profile=profile or None, model=model.key)
+    out = {"model": "gpulab.gpustack.latency", "mode": mode, "gpu": model.name, "busyNeighbours": neighbours}
+    if profile:
+        out["migProfile"] = profile
+    return {**out, **figures}

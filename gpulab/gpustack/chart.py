@@ -1,0 +1,372 @@
+"""The gpu-operator Helm chart: its default values, ``--set`` overrides and the ClusterPolicy it renders.
+
+Learners install the operator with ``helm install ... nvidia/gpu-operator --version
+v25.10.1 --set driver.version=...``; the emulation has no Helm, so this module
+plays the three parts of it that matter:
+
+* ``default_values(version)``: the chart's ``values.yaml`` for each chart version
+  we ship (``data/gpu-operator-values-<version>.yaml``, sources per key in
+  ``docs/fidelity/gpustack-core.md``).
+* ``parse_set(items)``: Helm's ``--set`` syntax (helm ``pkg/strvals/parser.go``):
+  dotted keys, ``\\.`` in keys, ``a[0]=x`` and ``a[0].b=x``, ``a={x,y}``,
+  comma-separated pairs with ``\\,``, and ``typedVal`` typing (``true``/``false``/
+  ``null`` case-insensitive, int64 unless the text starts with ``0``; floats stay
+  strings). ``values_for`` merges them like Helm's ``coalesce``: maps merge, lists
+  and scalars replace, ``null`` deletes a default.
+* ``cluster_policy(values)``: the ``ClusterPolicy`` named ``cluster-policy`` from
+  ``deployments/gpu-operator/templates/clusterpolicy.yaml``. The template copies
+  each component block field by field behind ``{{- if .Values.x.y }}``; we copy the
+  block and drop what such guards drop (empty strings, lists and maps), keeping
+  booleans, which the template writes unconditionally for ``enabled``.
+
+Deviation (documented): the chart has no ``values.schema.json`` (only its
+node-feature-discovery subchart does), so real Helm accepts ``--set drvier.version=x``
+silently. ``values_for`` rejects keys the chart does not read, to catch typos;
+free-form subtrees (labels, env, resources, tolerations, ...) accept anything.
+
+Hand-written because Helm is Go; a Python port of its Go-template engine would be
+far larger than the one template we need.
+"""
+from __future__ import annotations
+
+import copy
+import difflib
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+CHART_NAME = "gpu-operator"
+CHART_REPOSITORY_URL = "https://helm.ngc.nvidia.com/nvidia"
+KNOWN_VERSIONS = ("v25.10.1", "v26.3.3")
+DEFAULT_VERSION = "v25.10.1"
+
+# Subtrees whose content the chart passes through verbatim (toYaml): any key is valid below them.
+_FREE_FORM = frozenset({
+    "labels", "annotations", "env", "args", "resources", "tolerations", "nodeSelector", "affinity",
+    "imagePullSecrets", "securityContext", "data", "additionalLabels", "relabelings",
+    "extraObjects", "node-feature-discovery", "startupProbe", "livenessProbe", "readinessProbe",
+    "podSecurityContext",
+})
+_FREE_FORM_PATHS = frozenset({("kataManager", "config"), ("dcgmExporter", "config")})
+# Keys the templates read although values.yaml leaves them out (commented or absent).
+_OPTIONAL_KEYS = {
+    (): {"nameOverride", "fullnameOverride"},
+    ("operator",): {"defaultRuntime", "defaultGPUMode", "version", "labels", "nodeSelector"},
+    ("validator",): {"version", "driver", "toolkit", "cuda", "vfioPCI", "vgpuManager", "vgpuDevices", "ccManager"},
+    ("nodeStatusExporter",): {"version"},
+    ("dcgmExporter",): {"config", "args"},
+    ("gfd",): {"args"},
+    ("migManager",): {"args"},
+    ("toolkit",): {"args"},
+    ("driver",): {"args", "securityContext", "nodeSelector"},
+}
+_COMPONENT_OPTIONAL = {"version", "securityContext", "args", "env", "resources", "imagePullSecrets"}
+
+
+class ChartError(ValueError):
+    """A chart version, ``--set`` expression or value the emulated ``helm install`` refuses."""
+
+
+def _data_text(name: str) -> str:
+    return resources.files(__package__).joinpath("data", name).read_text(encoding="utf-8")
+
+
+def normalise_version(version: str | None) -> str:
+    """``25.10.1`` and ``v25.10.1`` both select chart v25.10.1 (Helm matches versions as semver)."""
+    wanted = version or DEFAULT_VERSION
+    canonical = wanted if wanted.startswith("v") else f"v{wanted}"
+    if canonical not in KNOWN_VERSIONS:
+        raise ChartError(
+            f'chart "{CHART_NAME}" version "{wanted}" not found in {CHART_REPOSITORY_URL} repository '
+            f"(known versions: {', '.join(KNOWN_VERSIONS)})"
+        )
+    return canonical
+
+
+@cache
+def _defaults(version: str) -> dict[str, Any]:
+    return yaml.safe_load(_data_text(f"gpu-operator-values-{version}.yaml"))
+
+
+def default_values(version: str | None = None) -> dict[str, Any]:
+    """A fresh copy of the chart's ``values.yaml`` for ``version`` (default v25.10.1)."""
+    return copy.deepcopy(_defaults(normalise_version(version)))
+
+
+# --- helm --set (pkg/strvals) ---------------------------------------------------------------
+
+def _typed(text: str) -> Any:
+    """strvals ``typedVal``: booleans and null case-insensitively, int64 unless it starts with 0."""
+    lowered = text.lower()
+    if lowered == "true":
+        return True
+    if lowered == "false":
+        return False
+    if lowered == "null":
+        return None
+    if text == "0":
+        return 0
+    if text and text[0] != "0":
+        try:
+            number = int(text, 10)
+        except ValueError:
+            return text
+        if -(2**63) <= number < 2**63 and text.lstrip("+-").isdigit():
+            return number
+    return text
+
+
+class _Reader:
+    """Rune-by-rune reader over one ``--set`` argument, as strvals' parser walks it."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    def until(self, stops: str) -> tuple[str, str | None]:
+        """Read up to the first unescaped stop character; return (text, stop or None at end)."""
+        out: list[str] = []
+        while self.pos < len(self.text):
+            char = self.text[self.pos]
+            self.pos += 1
+            if char == "\\" and self.pos < len(self.text):
+                out.append(self.text[self.pos])
+                self.pos += 1
+                continue
+            if char in stops:
+                return "".join(out), char
+            out.append(char)
+        return "".join(out), None
+
+
+def _set_path(target: Any, path: list[str | int], value: Any) -> Any:
+    """Set ``value`` at ``path`` (str: map key, int: list index) inside ``target``; return the new target."""
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(head, int):
+        items = target if isinstance(target, list) else []
+        while len(items) <= head:
+            items.append(None)
+        items[head] = _set_path(items[head], rest, value)
+        return items
+    mapping = target if isinstance(target, dict) else {}
+    mapping[head] = _set_path(mapping.get(head), rest, value)
+    return mapping
+
+
+def _parse_one(text: str, into: dict[str, Any]) -> None:
+    reader = _Reader(text)
+    while reader.pos < len(reader.text):
+        path: list[str | int] = []
+        while True:
+            key, stop = reader.until(".=,[")
+            if stop == "[":
+                index_text, close = reader.until("]")
+                if key:
+                    path.append(key)
+                try:
+                    index = int(index_text)
+                except ValueError:
+                    raise ChartError(f"failed to parse key: strconv.Atoi: parsing {index_text!r}: invalid syntax") from None
+                if index < 0:
+                    raise ChartError(f"negative {index} index not allowed")
+                path.append(index)
+                follow = reader.text[reader.pos:reader.pos + 1]
+                reader.pos += 1
+                if follow == "=":
+                    break
+                if follow != ".":
+                    raise ChartError(f'key "{key}" has no value')
+                continue
+            if key:
+                path.append(key)
+            if stop == ".":
+                continue
+            if stop == "=":
+                break
+            if stop == ",":
+                raise ChartError(f'key "{key}" has no value (cannot end with ,)')
+            raise ChartError(f'key "{key}" has no value')
+        if reader.text[reader.pos:reader.pos + 1] == "{":
+            reader.pos += 1
+            body, _ = reader.until("}")
+            value: Any = [_typed(item) for item in body.split(",")] if body else []
+            reader.until(",")
+        else:
+            raw, _ = reader.until(",")
+            value = _typed(raw)
+        _set_path(into, path, value)
+
+
+def parse_set(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """Helm's ``--set`` arguments as the nested values map they denote, e.g.
+    ``parse_set(["driver.version=580.105.08", "mig.strategy=mixed"])``."""
+    values: dict[str, Any] = {}
+    for item in items:
+        _parse_one(item, values)
+    return values
+
+
+# --- values ---------------------------------------------------------------------------------
+
+def _coalesce(defaults: Any, overrides: Any) -> Any:
+    """Helm's coalesce: maps merge key by key, anything else replaces; ``None`` removes a default."""
+    if not (isinstance(defaults, dict) and isinstance(overrides, dict)):
+        return copy.deepcopy(overrides)
+    merged = copy.deepcopy(defaults)
+    for key, value in overrides.items():
+        if value is None:
+            merged.pop(key, None)
+        elif key in merged:
+            merged[key] = _coalesce(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _known_keys(defaults: dict[str, Any], path: tuple[str, ...]) -> set[str]:
+    keys = set(defaults) | _OPTIONAL_KEYS.get(path, set())
+    if len(path) == 1 and path[0] not in ("operator", "daemonsets", "mig", "platform", "nfd", "psa", "cdi",
+                                          "sandboxWorkloads", "hostPaths"):
+        keys |= _COMPONENT_OPTIONAL
+    return keys
+
+
+def _all_paths(tree: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[str]:
+    paths = []
+    for key, value in tree.items():
+        paths.append(".".join(prefix + (key,)))
+        if isinstance(value, dict) and key not in _FREE_FORM:
+            paths.extend(_all_paths(value, prefix + (key,)))
+    return paths
+
+
+def _first_leaf(value: Any) -> tuple[str, ...]:
+    """The rest of the dotted key a ``--set`` wrote below an unknown key (``drivr`` -> ``drivr.version``)."""
+    if isinstance(value, dict) and value:
+        key, below = next(iter(value.items()))
+        return (key,) + _first_leaf(below)
+    return ()
+
+
+def _check_known(overrides: dict[str, Any], defaults: dict[str, Any], version: str,
+                 path: tuple[str, ...] = ()) -> None:
+    for key, value in overrides.items():
+        here = path + (key,)
+        if key in _FREE_FORM or here in _FREE_FORM_PATHS:
+            continue
+        if key not in _known_keys(defaults, path):
+            dotted = ".".join(here + _first_leaf(value))
+            suggestion = difflib.get_close_matches(dotted, _all_paths(_defaults(version)), n=1)
+            hint = f'; did you mean "{suggestion[0]}"?' if suggestion else ""
+            raise ChartError(
+                f'unknown value "{dotted}": chart {CHART_NAME} {version} has no such key in its values.yaml '
+                f"(Helm would silently ignore it; gpulab rejects it to catch typos){hint}"
+            )
+        default = defaults.get(key)
+        if isinstance(value, dict) and isinstance(default, dict):
+            _check_known(value, default, version, here)
+        elif isinstance(default, dict) and value is not None:
+            raise ChartError(f'value "{".".join(here)}" must be a map, as in the chart\'s values.yaml; got {value!r}')
+
+
+def values_for(version: str | None = None, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The chart's values for ``version`` with ``overrides`` (e.g. from ``parse_set``) merged in.
+
+    Raises ``ChartError`` for an unknown chart version (listing the known ones) and
+    for override keys the chart does not have.
+    """
+    canonical = normalise_version(version)
+    overrides = overrides or {}
+    _check_known(overrides, _defaults(canonical), canonical)
+    return _coalesce(_defaults(canonical), overrides)
+
+
+# --- templates/clusterpolicy.yaml -----------------------------------------------------------
+
+# Component blocks of ClusterPolicy.spec, in the template's order.
+_SPEC_BLOCKS = (
+    "hostPaths", "daemonsets", "validator", "mig", "psa", "cdi", "sandboxWorkloads", "driver", "toolkit",
+    "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager", "nodeStatusExporter", "gds", "gdrcopy",
+    "vgpuManager", "vgpuDeviceManager", "vfioManager", "kataManager", "sandboxDevicePlugin",
+    "kataSandboxDevicePlugin", "ccManager",
+)
+_OPERATOR_SPEC_KEYS = ("defaultRuntime", "runtimeClass", "defaultGPUMode", "initContainer", "use_ocp_driver_toolkit")
+_APP_VERSION_DEFAULTED = ("validator", "nodeStatusExporter")  # version: {{ .x.version | default .Chart.AppVersion }}
+
+
+def _rendered(block: dict[str, Any]) -> dict[str, Any]:
+    """What ``{{- if .Values.x.key }}key: ...{{- end }}`` guards keep: all but empty values; booleans always."""
+    return {key: copy.deepcopy(value) for key, value in block.items()
+            if isinstance(value, bool) or value not in (None, "", [], {})}
+
+
+def _config_ref(config: dict[str, Any] | None, *, default_name: str | None) -> dict[str, Any] | None:
+    """A ``config: {name, default}`` reference; ``create``/``data`` only feed the chart's own ConfigMap."""
+    if not config:
+        return None
+    name = config.get("name") or default_name
+    if not name:
+        return None
+    return {"name": name, "default": config.get("default", "")}
+
+
+def chart_labels(version: str, release_name: str = CHART_NAME) -> dict[str, str]:
+    """``gpu-operator.labels`` from the chart's ``_helpers.tpl`` (chart name = appVersion = version)."""
+    return {
+        "app.kubernetes.io/name": CHART_NAME,
+        "helm.sh/chart": f"{CHART_NAME}-{version}",
+        "app.kubernetes.io/instance": release_name,
+        "app.kubernetes.io/version": version,
+        "app.kubernetes.io/managed-by": "Helm",
+    }
+
+
+def cluster_policy(values: dict[str, Any], *, version: str | None = None,
+                   release_name: str = CHART_NAME) -> dict[str, Any]:
+    """The ``ClusterPolicy`` object ``cluster-policy`` the chart renders from ``values``."""
+    canonical = normalise_version(version)
+    operator = values.get("operator", {})
+    spec: dict[str, Any] = {"operator": {key: copy.deepcopy(operator[key]) for key in _OPERATOR_SPEC_KEYS
+                                         if key in operator and operator[key] not in (None, "", {}, [])}}
+    for name in _SPEC_BLOCKS:
+        if name not in values:
+            continue
+        block = _rendered(values[name])
+        if name in _APP_VERSION_DEFAULTED:
+            block.setdefault("version", canonical)
+        if name == "driver":
+            crd = block.pop("nvidiaDriverCRD", {})
+            block["useNvidiaDriverCRD"] = bool(crd.get("enabled", False))
+        if name in ("devicePlugin", "migManager", "vgpuDeviceManager"):
+            default_name = "default-mig-parted-config" if name == "migManager" else None
+            reference = _config_ref(values[name].get("config"), default_name=default_name)
+            block.pop("config", None)
+            if reference:
+                block["config"] = reference
+        spec[name] = block
+    labels = chart_labels(canonical, release_name)
+    labels.update(operator.get("labels") or {})
+    labels["app.kubernetes.io/component"] = CHART_NAME
+    return {
+        "apiVersion": "nvidia.com/v1",
+        "kind": "ClusterPolicy",
+        "metadata": {"name": "cluster-policy", "labels": labels},
+        "spec": spec,
+    }
+
+
+@cache
+def _crd() -> dict[str, Any]:
+    return yaml.safe_load(_data_text("clusterpolicy-crd.yaml"))
+
+
+def clusterpolicy_crd() -> dict[str, Any]:
+    """A fresh copy of the ``clusterpolicies.nvidia.com`` CustomResourceDefinition."""
+    return copy.deepcopy(_crd())
+
+
+CLUSTERPOLICY_CRD: dict[str, Any] = clusterpolicy_crd()

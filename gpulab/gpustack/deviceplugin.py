@@ -1,0 +1,121 @@
+"""The device plugin on one node: which config it runs with, which devices it lists, what the kubelet advertises.
+
+NVIDIA/k8s-device-plugin as the GPU Operator runs it:
+
+* ``cmd/config-manager``: the sidecar picks the config named by the node label
+  ``nvidia.com/device-plugin.config``, else ``DEFAULT_CONFIG``, else (fallback
+  strategies ``named,single``) a config called ``default`` or the only one; a
+  label naming a config that does not exist leaves the current config in place
+  (``specified config %v does not exist``). It copies the file out of the
+  ConfigMap mounted in the pod when the plugin starts and when the label
+  changes; edits to the ConfigMap's content therefore only count after the pod
+  restarts (``kubectl rollout restart``), exactly as upstream.
+* ``internal/rm``: the device IDs the plugin lists: GPU UUIDs, MIG device UUIDs,
+  and ``<uuid>::<n>`` replicas for time-slicing/MPS (``AnnotatedID``).
+* the kubelet's device manager (pkg/kubelet/cm/devicemanager ``GetCapacity``):
+  capacity and allocatable from the registered devices; when a plugin goes away
+  its devices turn unhealthy (allocatable 0, capacity kept) and the resource is
+  dropped from the node after ``endpointStopGracePeriod`` (5 minutes).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .hardware import gpu_uuid, mig_uuid
+from .mig import DevicePluginError, Layout, mig_resource_name
+from .sharing import NO_SHARING, DevicePluginConfig, DevicePluginConfigError, advertised, parse_config
+
+CONFIG_LABEL = "nvidia.com/device-plugin.config"
+PLUGIN_RESOURCES_ANNOTATION = "gpulab.dev/device-plugin-resources"
+FALLBACK_CONFIG_NAME = "default"
+# pkg/kubelet/cm/devicemanager/endpoint.go endpointStopGracePeriod; overridable so tests need not wait 5 minutes.
+ENDPOINT_STOP_GRACE_SECONDS = float(os.environ.get("GPULAB_DEVICE_PLUGIN_STOP_GRACE", "300"))
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """What one plugin pod loaded: the config name it chose (``""`` for none) and the parsed file."""
+
+    name: str
+    config: DevicePluginConfig
+    error: str | None = None
+
+
+def choose_config(label: str | None, default: str, available: dict[str, str],
+                  current: LoadedConfig | None) -> LoadedConfig | None:
+    """config-manager's choice; None means "keep ``current``" (the label names a missing config)."""
+    wanted = label or default
+    if wanted and wanted not in available:
+        return current if current is not None else LoadedConfig("", NO_SHARING,
+                                                                f"specified config {wanted} does not exist")
+    if not wanted:
+        if FALLBACK_CONFIG_NAME in available:
+            wanted = FALLBACK_CONFIG_NAME
+        elif len(available) == 1:
+            wanted = next(iter(available))
+        else:
+            return LoadedConfig("", NO_SHARING)
+    try:
+        return LoadedConfig(wanted, parse_config(available[wanted]))
+    except DevicePluginConfigError as err:
+        return LoadedConfig(wanted, NO_SHARING, str(err))
+
+
+@dataclass(frozen=True)
+class Device:
+    """One device the plugin lists: its ID and the physical device (GPU or MIG UUID) behind it."""
+
+    id: str
+    physical: str
+    gpu_index: int
+    mig_profile: str = ""        # the MIG profile behind a MIG device ("1g.10gb")
+
+
+def physical_devices(node_name: str, layout: Layout, strategy: str) -> dict[str, list[Device]]:
+    """Resource name -> devices before sharing (``deviceMapBuilder``)."""
+    out: dict[str, list[Device]] = {}
+    for index, gpu in enumerate(layout):
+        uuid = gpu_uuid(node_name, index)
+        if not gpu.mig_enabled or strategy == "none":
+            out.setdefault("nvidia.com/gpu", []).append(Device(uuid, uuid, index))
+            continue
+        for device in gpu.devices:
+            mig = mig_uuid(uuid, device.gpu_instance_id, device.compute_instance_id)
+            name = "nvidia.com/gpu" if strategy == "single" else mig_resource_name(device.profile)
+            out.setdefault(name, []).append(Device(mig, mig, index, device.profile.name))
+    return out
+
+
+def listed_devices(node_name: str, layout: Layout, strategy: str,
+                   config: DevicePluginConfig) -> dict[str, list[Device]]:
+    """Resource name -> the device IDs the plugin advertises (replicas expanded, renamed resources)."""
+    advertised(layout, strategy, config)  # raises DevicePluginError exactly when the plugin refuses to start
+    devices = physical_devices(node_name, layout, strategy)
+    if config.strategy == "none":
+        return devices
+    out = {name: devs for name, devs in devices.items() if config.replicas_of(name) is None}
+    for resource in config.resources:
+        for device in devices.get(resource.name, []):
+            name = config.advertised_name(resource)
+            out.setdefault(name, []).extend(Device(f"{device.id}::{n}", device.physical, device.gpu_index,
+                                                   device.mig_profile) for n in range(resource.replicas))
+    return out
+
+
+def plugin_devices(node_name: str, layout: Layout, strategy: str,
+                   loaded: LoadedConfig) -> tuple[dict[str, list[Device]], str | None]:
+    """The plugin's devices, or ``({}, error)`` when it cannot start with this config and layout."""
+    if loaded.error:
+        return {}, loaded.error
+    try:
+        return listed_devices(node_name, layout, strategy, loaded.config), None
+    except DevicePluginError as err:
+        return {}, str(err)
+
+
+def node_resources(registered: dict[str, int], healthy: dict[str, int]) -> dict[str, dict[str, str]]:
+    """``status.capacity``/``allocatable`` entries for the plugin's resources (kubelet ``GetCapacity``)."""
+    capacity = {name: str(count) for name, count in registered.items()}
+    allocatable = {name: str(healthy.get(name, 0)) for name in registered}
+    return {"capacity": capacity, "allocatable": allocatable}

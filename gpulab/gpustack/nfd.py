@@ -1,0 +1,77 @@
+"""Node Feature Discovery as the GPU Operator deploys it: the ``feature.node.kubernetes.io/*`` labels.
+
+The chart's ``node-feature-discovery`` sub-chart runs nfd-worker on every node
+with ``sources.pci.deviceClassWhitelist: [02, 0200, 0207, 0300, 0302]`` and
+``deviceLabelFields: [vendor]``, so a node with an NVIDIA GPU (PCI class 0302,
+vendor 10de) gets ``feature.node.kubernetes.io/pci-10de.present=true``
+(kubernetes-sigs/node-feature-discovery ``source/pci``). The ``kernel`` and
+``system`` sources add ``kernel-version.*`` and ``system-os_release.*``, the
+labels the operator builds the driver image tag from (``580.105.08-ubuntu22.04``).
+nfd-master records the labels it manages in the ``nfd.node.kubernetes.io/feature-labels``
+annotation (names without the default ``feature.node.kubernetes.io/`` prefix),
+which is what its ``-prune`` job reads to remove them when the chart is uninstalled.
+
+Only the labels other components read are produced (no ``cpu-*``, ``storage-*``,
+``memory-*``); the emulated hardware is what the node's annotations and
+``status.nodeInfo`` say.
+"""
+from __future__ import annotations
+
+import re
+
+from .nodestate import node_gpus
+
+PREFIX = "feature.node.kubernetes.io/"
+FEATURE_LABELS_ANNOTATION = "nfd.node.kubernetes.io/feature-labels"
+PCI_NVIDIA_LABEL = PREFIX + "pci-10de.present"
+
+# osImage (what /etc/os-release PRETTY_NAME says) -> os-release ID.
+_OS_IDS = (("Ubuntu", "ubuntu"), ("Debian", "debian"), ("Red Hat Enterprise Linux CoreOS", "rhcos"),
+           ("Red Hat Enterprise Linux", "rhel"), ("Rocky Linux", "rocky"), ("CentOS", "centos"),
+           ("Amazon Linux", "amzn"), ("SUSE Linux Enterprise", "sles"))
+
+
+def os_release(os_image: str) -> tuple[str, str] | None:
+    """``(ID, VERSION_ID)`` for an osImage such as ``Ubuntu 22.04.5 LTS`` -> ``("ubuntu", "22.04")``."""
+    for prefix, os_id in _OS_IDS:
+        if os_image.startswith(prefix):
+            match = re.search(r"(\d+(?:\.\d+)?)", os_image[len(prefix):])
+            if match:
+                return os_id, match.group(1)
+    return None
+
+
+def _version_parts(name: str, version: str) -> dict[str, str]:
+    """nfd's ``parseVersion``: full string, then ``.major``, ``.minor``, ``.revision`` where present."""
+    parts = re.split(r"[.-]", version)
+    out = {name: version}
+    for suffix, part in zip(("major", "minor", "revision"), parts):
+        if part.isdigit() or (part and part[0].isdigit()):
+            out[f"{name}.{suffix}"] = re.match(r"\d+", part).group(0)
+    return out
+
+
+def nfd_labels(node: dict) -> dict[str, str]:
+    """The labels nfd-worker publishes for ``node`` (full names)."""
+    info = (node.get("status") or {}).get("nodeInfo") or {}
+    labels: dict[str, str] = {}
+    kernel = info.get("kernelVersion")
+    if kernel:
+        full = _version_parts("kernel-version", kernel)
+        full["kernel-version.full"] = full.pop("kernel-version")
+        labels.update({PREFIX + k: v for k, v in full.items()})
+    release = os_release(info.get("osImage", ""))
+    if release:
+        os_id, version = release
+        labels[PREFIX + "system-os_release.ID"] = os_id
+        labels.update({PREFIX + k.replace("VERSION_ID", "system-os_release.VERSION_ID", 1): v
+                       for k, v in _version_parts("VERSION_ID", version).items()
+                       if not k.endswith(".revision")})
+    if node_gpus(node) is not None:
+        labels[PCI_NVIDIA_LABEL] = "true"
+    return dict(sorted(labels.items()))
+
+
+def feature_labels_annotation(managed: dict[str, str]) -> str:
+    """The annotation value listing ``managed`` label names, default namespace stripped, sorted."""
+    return ",".join(sorted(name.removeprefix(PREFIX) for name in managed))

@@ -1,0 +1,232 @@
+"""The GPU Operator's ClusterPolicy controller: operand objects, their pod specs and the ClusterPolicy status.
+
+NVIDIA/gpu-operator ``controllers/state_manager.go`` walks a fixed list of
+states (``pre-requisites``, ``state-operator-metrics``, ``state-driver``, ...),
+creating each state's objects from ``assets/state-*`` and reporting ``ready``
+or ``notReady``; ``clusterpolicy_controller.go`` then writes
+``status.state`` (``ready``/``notReady``), ``status.namespace`` and the
+``Ready``/``Error`` conditions (``internal/conditions``). The operand
+DaemonSets themselves come from :mod:`gpulab.gpustack.operands`; this module
+adds what ``controllers/object_controls.go`` transforms into them (owner
+reference, commands, the environment the operands read, the config volumes)
+and the other objects of each state (service accounts, the MIG ConfigMap, the
+dcgm-exporter Service).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from . import client
+from .mig import default_config_map
+from .operands import NFD_OS_ID_LABEL, NFD_OS_VERSION_LABEL, OPERANDS, is_enabled, operand_daemonset, os_tag
+
+SINGLETON = "cluster-policy"
+DEFAULT_MIG_CONFIG = "default-mig-parted-config"
+DCGM_EXPORTER_PORT = 9400
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+
+# controllers/state_manager.go init(): every state in order, and the DaemonSet that makes it ready.
+STATES: tuple[tuple[str, str | None], ...] = (
+    ("pre-requisites", None),
+    ("state-operator-metrics", None),
+    ("state-driver", "nvidia-driver-daemonset"),
+    ("state-container-toolkit", "nvidia-container-toolkit-daemonset"),
+    ("state-operator-validation", "nvidia-operator-validator"),
+    ("state-device-plugin", "nvidia-device-plugin-daemonset"),
+    ("state-mps-control-daemon", None),
+    ("state-dcgm", "nvidia-dcgm"),
+    ("state-dcgm-exporter", "nvidia-dcgm-exporter"),
+    ("gpu-feature-discovery", "gpu-feature-discovery"),
+    ("state-mig-manager", "nvidia-mig-manager"),
+    ("state-node-status-exporter", "nvidia-node-status-exporter"),
+)
+
+# assets/state-operator-validation/0500_daemonset.yaml: each init container validates one component.
+_VALIDATION_COMPONENT = {"driver-validation": "driver", "toolkit-validation": "toolkit",
+                         "cuda-validation": "cuda", "plugin-validation": "plugin"}
+
+
+def owner_reference(policy: dict) -> dict:
+    meta = policy["metadata"]
+    return {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "name": meta["name"], "uid": meta["uid"],
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def _env(pairs: dict[str, str]) -> list[dict]:
+    return [{"name": k, "value": v} for k, v in pairs.items()]
+
+
+NODE_NAME_ENV = {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}}}
+
+
+def driver_os_tag(gpu_node_labels: list[dict[str, str]]) -> str:
+    """The OS tag of the driver image: the first GPU node's NFD os-release (``ubuntu22.04`` when none yet)."""
+    for labels in gpu_node_labels:
+        if NFD_OS_ID_LABEL in labels and NFD_OS_VERSION_LABEL in labels:
+            return os_tag(labels)
+    return "ubuntu22.04"
+
+
+def _transform(ds: dict, spec: dict, namespace: str) -> dict:
+    """``object_controls.go`` transforms: commands, environment and volumes of each operand."""
+    name = ds["metadata"]["name"]
+    pod = ds["spec"]["template"]["spec"]
+    strategy = (spec.get("mig") or {}).get("strategy", "single")
+    plugin_config = (spec.get("devicePlugin") or {}).get("config") or {}
+    mig_config = (spec.get("migManager") or {}).get("config") or {}
+    volumes: list[dict] = []
+    for init in pod.get("initContainers", []):
+        if init["name"] in _VALIDATION_COMPONENT and name == "nvidia-operator-validator":
+            init["command"] = ["sh", "-c"]
+            init["args"] = ["nvidia-validator"]
+            init["env"] = _env({"WITH_WAIT": "true", "COMPONENT": _VALIDATION_COMPONENT[init["name"]]}) + [
+                NODE_NAME_ENV]
+        elif init["name"] == "k8s-driver-manager":
+            init["command"] = ["driver-manager"]
+            init["args"] = ["uninstall_driver"]
+            init["env"] = [NODE_NAME_ENV] + _env({"NVIDIA_VISIBLE_DEVICES": "void", "ENABLE_GPU_POD_EVICTION": "true",
+                                                  "ENABLE_AUTO_DRAIN": "false"})
+        elif init["name"] == "config-manager-init":
+            init["command"] = ["config-manager"]
+            init["env"] = _config_manager_env(plugin_config, oneshot=True)
+    for container in pod["containers"]:
+        if container["name"] == "config-manager":
+            container["command"] = ["config-manager"]
+            container["env"] = _config_manager_env(plugin_config, oneshot=False)
+        elif container["name"] == "nvidia-operator-validator":
+            container["command"] = ["sh", "-c"]
+            container["args"] = ["echo all validations are successful; while true; do sleep 86400; done"]
+        elif container["name"] == "nvidia-device-plugin":
+            container["command"] = ["nvidia-device-plugin"]
+            env = {"PASS_DEVICE_SPECS": "true", "FAIL_ON_INIT_ERROR": "true", "DEVICE_LIST_STRATEGY": "envvar",
+                   "DEVICE_ID_STRATEGY": "uuid", "NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "all",
+                   "MIG_STRATEGY": strategy}
+            if plugin_config.get("name"):
+                env["CONFIG_FILE"] = "/config/config.yaml"
+            container["env"] = _env(env)
+        elif container["name"] == "gpu-feature-discovery":
+            container["command"] = ["gpu-feature-discovery"]
+            env = {"GFD_SLEEP_INTERVAL": "60s", "GFD_FAIL_ON_INIT_ERROR": "true", "MIG_STRATEGY": strategy}
+            if plugin_config.get("name"):
+                env["CONFIG_FILE"] = "/config/config.yaml"
+            container["env"] = _env(env) + [NODE_NAME_ENV]
+        elif container["name"] == "nvidia-mig-manager":
+            container["command"] = ["nvidia-mig-manager"]
+            container["env"] = [NODE_NAME_ENV] + _env({
+                "CONFIG_FILE": "/mig-parted-config/config.yaml", "DEFAULT_GPU_CLIENTS_NAMESPACE": namespace,
+                "WITH_REBOOT": "false", "DEFAULT_MIG_CONFIG": mig_config.get("default", "all-disabled")})
+            container["volumeMounts"] = [{"name": "mig-parted-config", "mountPath": "/mig-parted-config"}]
+            volumes.append({"name": "mig-parted-config",
+                            "configMap": {"name": mig_config.get("name") or DEFAULT_MIG_CONFIG}})
+    if plugin_config.get("name") and name in ("nvidia-device-plugin-daemonset", "gpu-feature-discovery"):
+        volumes.append({"name": "available-configs", "configMap": {"name": plugin_config["name"]}})
+        for container in pod["containers"] + pod.get("initContainers", []):
+            if container["name"].startswith("config-manager"):
+                container["volumeMounts"] = [{"name": "available-configs", "mountPath": "/available-configs"}]
+    if volumes:
+        pod["volumes"] = volumes
+    return ds
+
+
+def _config_manager_env(config: dict, *, oneshot: bool) -> list[dict]:
+    return [NODE_NAME_ENV] + _env({
+        "ONESHOT": "true" if oneshot else "false", "KUBECONFIG": "", "NODE_LABEL": DEVICE_PLUGIN_CONFIG_LABEL,
+        "CONFIG_FILE_SRCDIR": "/available-configs", "CONFIG_FILE_DST": "/config/config.yaml",
+        "DEFAULT_CONFIG": config.get("default", ""), "FALLBACK_STRATEGIES": "named,single",
+        "SEND_SIGNAL": "false" if oneshot else "true", "SIGNAL": "1", "PROCESS_TO_SIGNAL": "nvidia-device-plugin"})
+
+
+def desired_objects(policy: dict, namespace: str, gpu_node_labels: list[dict[str, str]]) -> list[tuple[client.Resource, dict]]:
+    """Every object the operator keeps in ``namespace`` for ``policy``, each owned by it."""
+    spec = policy.get("spec") or {}
+    owner = [owner_reference(policy)]
+    objects: list[tuple[client.Resource, dict]] = []
+    for op in OPERANDS:
+        if not is_enabled(spec, op):
+            continue
+        objects.append((client.SERVICEACCOUNTS, {
+            "apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": op.service_account, "namespace": namespace, "ownerReferences": owner}}))
+    mig_manager = spec.get("migManager") or {}
+    if mig_manager.get("enabled", True) and ((mig_manager.get("config") or {}).get("name") or DEFAULT_MIG_CONFIG) \
+            == DEFAULT_MIG_CONFIG:
+        cm = copy.deepcopy(default_config_map())
+        cm["metadata"] = {"name": DEFAULT_MIG_CONFIG, "namespace": namespace, "ownerReferences": owner}
+        objects.append((client.CONFIGMAPS, cm))
+    if (spec.get("dcgmExporter") or {}).get("enabled", True):
+        objects.append((client.SERVICES, {
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "nvidia-dcgm-exporter", "namespace": namespace, "ownerReferences": owner,
+                         "labels": {"app": "nvidia-dcgm-exporter"},
+                         "annotations": {"prometheus.io/scrape": "true"}},
+            "spec": {"type": "ClusterIP", "selector": {"app": "nvidia-dcgm-exporter"},
+                     "ports": [{"name": "gpu-metrics", "port": DCGM_EXPORTER_PORT, "protocol": "TCP",
+                                "targetPort": DCGM_EXPORTER_PORT}]}}))
+    tag = driver_os_tag(gpu_node_labels)
+    for op in OPERANDS:
+        if not is_enabled(spec, op):
+            continue
+        ds = _transform(operand_daemonset(spec, op, namespace=namespace, node_os_tag=tag), spec, namespace)
+        ds["metadata"]["ownerReferences"] = owner
+        objects.append((client.DAEMONSETS, ds))
+    return objects
+
+
+# --- status ---------------------------------------------------------------------------------------
+
+def daemonset_ready(ds: dict | None) -> bool:
+    """``isDaemonSetReady`` (object_controls.go): nothing scheduled, or nothing unavailable and up to date."""
+    if ds is None:
+        return False
+    status = ds.get("status") or {}
+    if status.get("observedGeneration", 0) < ds["metadata"].get("generation", 1):
+        return False
+    desired = status.get("desiredNumberScheduled", 0)
+    if desired == 0:
+        return True
+    if status.get("numberUnavailable", 0) != 0:
+        return False
+    return status.get("numberAvailable", 0) >= desired
+
+
+@dataclass(frozen=True)
+class PolicyStatus:
+    state: str                    # "ready" | "notReady"
+    reason: str
+    message: str
+
+
+def policy_status(policy: dict, daemonsets: dict[str, dict], *, has_nfd_labels: bool,
+                  has_gpu_nodes: bool) -> PolicyStatus:
+    """``ClusterPolicyReconciler.Reconcile``'s verdict once every state has stepped."""
+    spec = policy.get("spec") or {}
+    enabled = {op.name for op in OPERANDS if is_enabled(spec, op)}
+    not_ready = [state for state, ds_name in STATES
+                 if ds_name in enabled and not daemonset_ready(daemonsets.get(ds_name))]
+    if not_ready:
+        return PolicyStatus("notReady", "OperandNotReady",
+                            f"ClusterPolicy is not ready, states not ready: [{' '.join(not_ready)}]")
+    if not has_nfd_labels:
+        return PolicyStatus("ready", "NFDLabelsMissing", "No NFD labels found")
+    if not has_gpu_nodes:
+        return PolicyStatus("ready", "NoGPUNodes", "No GPU node found, watching for new nodes to join the cluster.")
+    return PolicyStatus("ready", "Reconciled",
+                        "ClusterPolicy is ready as all resources have been successfully reconciled")
+
+
+def status_object(current: dict[str, Any], verdict: PolicyStatus, namespace: str, now: str) -> dict[str, Any]:
+    """``status`` after ``SetStatus`` and the conditions updater (``meta.SetStatusCondition`` semantics)."""
+    conditions = {c["type"]: c for c in current.get("conditions") or []}
+    if verdict.state == "ready":
+        wanted = [("Ready", "True", verdict.reason, verdict.message), ("Error", "False", "Ready", "")]
+    else:
+        wanted = [("Ready", "False", "Error", ""), ("Error", "True", verdict.reason, verdict.message)]
+    out = []
+    for type_, status, reason, message in wanted:
+        old = conditions.get(type_)
+        changed = old is None or old.get("status") != status
+        out.append({"type": type_, "status": status, "reason": reason, "message": message,
+                    "lastTransitionTime": now if changed else old.get("lastTransitionTime", now)})
+    return {"state": verdict.state, "namespace": namespace, "conditions": out}

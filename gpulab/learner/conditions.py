@@ -1,0 +1,78 @@
+"""Ready-made conditions for :func:`gpulab.wait_for`: the waits the course's notebooks need.
+
+Each returns a callable reading the connected cluster (through the official
+client) and answering a :class:`~gpulab.learner.waiting.Progress`, so the bar
+shows how far along things are (3/4 operands ready, 2/3 replicas).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from .connection import current
+from .reader import ClusterReader
+from .waiting import Progress
+
+
+def _reader() -> ClusterReader:
+    return ClusterReader(current().api_client)
+
+
+def _named(description: str, func: Callable[[], Progress]) -> Callable[[], Progress]:
+    func.description = description  # type: ignore[attr-defined]
+    return func
+
+
+def pod_phase(name: str, phase: str = "Running", namespace: str = "default") -> Callable[[], Progress]:
+    def poll() -> Progress:
+        pod = _reader().pod(name, namespace)
+        now = ((pod or {}).get("status") or {}).get("phase") or ("absent" if pod is None else "Pending")
+        return Progress(int(now == phase), 1, now)
+    return _named(f"pod {namespace}/{name} {phase}", poll)
+
+
+def deployment_ready(name: str, namespace: str = "default") -> Callable[[], Progress]:
+    def poll() -> Progress:
+        deployment = _reader().deployment(name, namespace)
+        if deployment is None:
+            return Progress(0, 1, "absent")
+        wanted = (deployment.get("spec") or {}).get("replicas", 1)
+        return Progress((deployment.get("status") or {}).get("readyReplicas") or 0, wanted, "ready")
+    return _named(f"deployment {namespace}/{name} ready", poll)
+
+
+def clusterpolicy_ready() -> Callable[[], Progress]:
+    def poll() -> Progress:
+        policies = _reader().custom_objects("nvidia.com", "v1", "clusterpolicies")
+        state = ((policies[0].get("status") or {}).get("state") if policies else None) or "absent"
+        return Progress(int(state == "ready"), 1, state)
+    return _named("ClusterPolicy ready", poll)
+
+
+def node_labelled(node: str, key: str, value: str) -> Callable[[], Progress]:
+    def poll() -> Progress:
+        found = [n for n in _reader().nodes() if n["metadata"]["name"] == node]
+        labels = (found[0]["metadata"].get("labels") or {}) if found else {}
+        return Progress(int(labels.get(key) == value), 1, f"{key}={labels.get(key, '')}")
+    return _named(f"node {node} {key}={value}", poll)
+
+
+def gpus_allocatable(at_least: int = 1, resource: str = "nvidia.com/gpu") -> Callable[[], Progress]:
+    def poll() -> Progress:
+        from kubernetes.utils import parse_quantity
+
+        total = sum(int(parse_quantity(((n.get("status") or {}).get("allocatable") or {}).get(resource, "0")))
+                    for n in _reader().nodes())
+        return Progress(min(total, at_least), at_least, f"{total} {resource}")
+    return _named(f"{at_least} {resource} allocatable", poll)
+
+
+def jobs_complete(*names: str, namespace: str = "default") -> Callable[[], Progress]:
+    def poll() -> Progress:
+        reader = _reader()
+        done = 0
+        for job_name in names:
+            job = reader.job(job_name, namespace) or {}
+            conditions = (job.get("status") or {}).get("conditions") or []
+            done += any(c.get("type") == "Complete" and c.get("status") == "True" for c in conditions)
+        return Progress(done, len(names), "complete")
+    return _named(f"jobs {', '.join(names)} complete", poll)

@@ -1,0 +1,96 @@
+"""Shared fixtures: a running embedded cluster, the real kubectl against it, the official client.
+
+Each test module that asks for ``cluster`` gets its own cluster (its own
+``GPULAB_HOME``), started with ``gpulab cluster up`` semantics and reset
+afterwards, so modules can run in parallel under pytest-xdist.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+KUBECTL = str(VENV_BIN / "kubectl") if (VENV_BIN / "kubectl").exists() else shutil.which("kubectl")
+
+
+@dataclass
+class Cluster:
+    name: str
+    home: Path
+    kubeconfig: Path
+    cache_dir: Path
+
+    def env(self) -> dict:
+        return {**os.environ, "GPULAB_HOME": str(self.home), "KUBECONFIG": str(self.kubeconfig),
+                "KUBECACHEDIR": str(self.cache_dir), "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
+                timeout: float = 60) -> subprocess.CompletedProcess:
+        proc = subprocess.run([KUBECTL, *args], input=input, capture_output=True, text=True, env=self.env(),
+                              timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
+        return proc
+
+    def gpulab(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+        proc = subprocess.run([str(VENV_BIN / "gpulab"), *args], capture_output=True, text=True, env=self.env(),
+                              timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"gpulab {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
+        return proc
+
+    def client(self):
+        """An ApiClient of the official kubernetes package, loaded from the kubeconfig."""
+        from kubernetes import config
+
+        return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+
+def start_cluster(tmp: Path, *, topology: Path | None = None, name: str = "gpulab") -> Cluster:
+    from gpulab.cluster import lifecycle
+
+    home = tmp / f"home-{uuid.uuid4().hex[:6]}"
+    old = os.environ.get("GPULAB_HOME")
+    os.environ["GPULAB_HOME"] = str(home)
+    try:
+        kubeconfig = lifecycle.up(name, topology=topology, server_module="gpulab.embedded")
+    finally:
+        if old is None:
+            os.environ.pop("GPULAB_HOME", None)
+        else:
+            os.environ["GPULAB_HOME"] = old
+    return Cluster(name, home, kubeconfig, tmp / f"kubecache-{uuid.uuid4().hex[:6]}")
+
+
+def stop_cluster(c: Cluster) -> None:
+    from gpulab.cluster import lifecycle
+
+    old = os.environ.get("GPULAB_HOME")
+    os.environ["GPULAB_HOME"] = str(c.home)
+    try:
+        lifecycle.reset(c.name)
+    finally:
+        if old is None:
+            os.environ.pop("GPULAB_HOME", None)
+        else:
+            os.environ["GPULAB_HOME"] = old
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Cluster:
+    c = start_cluster(tmp_path_factory.mktemp("cluster"))
+    yield c
+    stop_cluster(c)
+
+
+@pytest.fixture(scope="module")
+def kubectl(cluster):
+    return cluster.kubectl

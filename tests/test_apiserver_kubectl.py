@@ -1,0 +1,243 @@
+"""The embedded API server as the real kubectl sees it: every command the course uses, with upstream output."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .conftest import KUBECTL
+
+ROOT = Path(__file__).resolve().parent.parent
+INFER_WORKER = (ROOT / "course" / "manifests" / "infer-worker.yaml").read_text()
+
+CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gpuquotas.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gpuquotas, singular: gpuquota, kind: GpuQuota, shortNames: [gq]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: GPUs, type: integer, jsonPath: .spec.gpus}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [gpus]
+            properties:
+              gpus: {type: integer, minimum: 0}
+              team: {type: string}
+          status:
+            type: object
+            properties:
+              used: {type: integer}
+"""
+
+
+def test_get_nodes_has_upstream_columns(kubectl):
+    out = kubectl("get", "nodes").stdout.splitlines()
+    assert re.split(r"\s{2,}", out[0].strip()) == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    rows = {line.split()[0]: line.split() for line in out[1:]}
+    assert set(rows) == {"gpulab-control-plane", "gpulab-worker", "gpulab-worker2", "gpulab-worker3"}
+    assert rows["gpulab-control-plane"][2] == "control-plane"
+    assert rows["gpulab-worker"][2] == "<none>"
+    assert all(r[-1] == "v1.36.0" for r in rows.values())
+
+
+def test_gpus_are_invisible_until_the_stack_is_installed(kubectl):
+    nodes = json.loads(kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    for node in nodes:
+        assert not any(k.startswith("nvidia.com") for k in node["metadata"].get("labels", {}))
+        assert "nvidia.com/gpu" not in node["status"]["capacity"]
+    h100 = next(n for n in nodes if n["metadata"]["name"] == "gpulab-worker2")
+    assert h100["metadata"]["annotations"]["gpulab.dev/gpu-model"] == "NVIDIA H100 80GB HBM3"
+
+
+def test_control_plane_is_tainted(kubectl):
+    taints = json.loads(kubectl("get", "node", "gpulab-control-plane", "-o", "jsonpath={.spec.taints}").stdout)
+    assert taints == [{"effect": "NoSchedule", "key": "node-role.kubernetes.io/control-plane"}]
+
+
+def test_apply_created_unchanged_configured(kubectl):
+    ns = "apply-flow"
+    kubectl("create", "namespace", ns)
+    assert kubectl("apply", "-n", ns, "-f", "-", input=INFER_WORKER).stdout.strip() == "pod/infer-worker created"
+    assert kubectl("apply", "-n", ns, "-f", "-", input=INFER_WORKER).stdout.strip() == "pod/infer-worker unchanged"
+    edited = INFER_WORKER.replace("app: infer-worker", "app: infer-worker\n    tier: gpu")
+    assert kubectl("apply", "-n", ns, "-f", "-", input=edited).stdout.strip() == "pod/infer-worker configured"
+    pod = json.loads(kubectl("get", "pod", "infer-worker", "-n", ns, "-o", "json").stdout)
+    assert pod["metadata"]["labels"] == {"app": "infer-worker", "tier": "gpu"}
+    last = json.loads(pod["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"])
+    assert last["metadata"]["labels"]["tier"] == "gpu"
+
+
+def test_apply_server_side(kubectl):
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\n  namespace: default\ndata:\n  a: '1'\n"
+    assert kubectl("apply", "--server-side", "-f", "-", input=cm).stdout.strip() == "configmap/ssa serverside-applied"
+    assert kubectl("apply", "--server-side", "-f", "-",
+                   input=cm.replace("'1'", "'2'")).stdout.strip() == "configmap/ssa serverside-applied"
+    got = json.loads(kubectl("get", "cm", "ssa", "-o", "json", "--show-managed-fields").stdout)
+    assert got["data"] == {"a": "2"}
+    managers = {(m["manager"], m["operation"]) for m in got["metadata"]["managedFields"]}
+    assert ("kubectl", "Apply") in managers
+
+
+def test_output_formats(kubectl):
+    kubectl("create", "configmap", "formats", "--from-literal=gpu=h100")
+    as_yaml = yaml.safe_load(kubectl("get", "cm", "formats", "-o", "yaml").stdout)
+    assert as_yaml["kind"] == "ConfigMap" and as_yaml["data"] == {"gpu": "h100"}
+    assert json.loads(kubectl("get", "cm", "formats", "-o", "json").stdout)["data"] == {"gpu": "h100"}
+    assert kubectl("get", "cm", "formats", "-o", "name").stdout.strip() == "configmap/formats"
+    assert kubectl("get", "cm", "formats", "-o", "jsonpath={.data.gpu}").stdout == "h100"
+    cols = kubectl("get", "cm", "formats", "-o", "custom-columns=NAME:.metadata.name,GPU:.data.gpu").stdout
+    assert cols.split() == ["NAME", "GPU", "formats", "h100"]
+    wide = kubectl("get", "nodes", "-o", "wide").stdout.splitlines()[0]
+    assert re.split(r"\s{2,}", wide.strip()) == ["NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP",
+                                                  "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"]
+    header = kubectl("get", "pods", "-A", "-o", "wide").stdout.splitlines()
+    if header:
+        assert re.split(r"\s{2,}", header[0].strip()) == ["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE",
+                                                          "IP", "NODE", "NOMINATED NODE", "READINESS GATES"]
+
+
+def test_describe_node_and_configmap(kubectl):
+    out = kubectl("describe", "node", "gpulab-worker2").stdout
+    assert re.search(r"^Name:\s+gpulab-worker2$", out, re.M)
+    assert re.search(r"^Taints:\s+<none>$", out, re.M)
+    assert "Capacity:" in out and "Allocatable:" in out
+    kubectl("create", "configmap", "described", "--from-literal=k=v")
+    out = kubectl("describe", "configmap", "described").stdout
+    assert re.search(r"^Name:\s+described$", out, re.M) and re.search(r"^Namespace:\s+default$", out, re.M)
+
+
+def test_label_annotate_taint_untaint(kubectl):
+    assert kubectl("label", "node", "gpulab-worker", "pool=cpu").stdout.strip() == "node/gpulab-worker labeled"
+    assert kubectl("annotate", "node", "gpulab-worker", "team=ml").stdout.strip() == "node/gpulab-worker annotated"
+    assert kubectl("label", "node", "gpulab-worker", "pool-").stdout.strip() == "node/gpulab-worker unlabeled"
+    out = kubectl("taint", "nodes", "gpulab-worker3", "nvidia.com/gpu=true:NoSchedule").stdout.strip()
+    assert out == "node/gpulab-worker3 tainted"
+    dup = kubectl("taint", "nodes", "gpulab-worker3", "nvidia.com/gpu=true:NoSchedule", check=False)
+    assert dup.returncode != 0
+    assert "already has nvidia.com/gpu taint(s) with same effect(s) and --overwrite is false" in dup.stderr
+    taints = json.loads(kubectl("get", "node", "gpulab-worker3", "-o", "jsonpath={.spec.taints}").stdout)
+    assert taints == [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "true"}]
+    out = kubectl("taint", "nodes", "gpulab-worker3", "nvidia.com/gpu=true:NoSchedule-").stdout.strip()
+    assert out == "node/gpulab-worker3 untainted"
+    assert kubectl("get", "node", "gpulab-worker3", "-o", "jsonpath={.spec.taints}").stdout == ""
+
+
+def test_patch_all_three_types(kubectl):
+    kubectl("create", "configmap", "patchme", "--from-literal=a=1")
+    assert kubectl("patch", "cm", "patchme", "--type", "merge", "-p",
+                   '{"data":{"b":"2"}}').stdout.strip() == "configmap/patchme patched"
+    assert kubectl("patch", "cm", "patchme", "--type", "json", "-p",
+                   '[{"op":"replace","path":"/data/a","value":"10"}]').stdout.strip() == "configmap/patchme patched"
+    assert kubectl("patch", "cm", "patchme", "-p", '{"data":{"c":"3"}}').stdout.strip() == "configmap/patchme patched"
+    assert json.loads(kubectl("get", "cm", "patchme", "-o", "jsonpath={.data}").stdout) == {"a": "10", "b": "2",
+                                                                                           "c": "3"}
+    same = kubectl("patch", "cm", "patchme", "--type", "merge", "-p", '{"data":{"c":"3"}}').stdout.strip()
+    assert same == "configmap/patchme patched (no change)"
+
+
+def test_delete(kubectl):
+    kubectl("create", "configmap", "doomed")
+    out = kubectl("delete", "configmap", "doomed").stdout.strip()
+    assert out in ('configmap "doomed" deleted', 'configmap "doomed" deleted from default namespace')
+    gone = kubectl("get", "configmap", "doomed", check=False)
+    assert gone.returncode == 1
+    assert gone.stderr.strip() == 'Error from server (NotFound): configmaps "doomed" not found'
+
+
+def test_explain_tolerations(kubectl):
+    out = kubectl("explain", "pod.spec.tolerations").stdout
+    assert re.search(r"^KIND:\s+Pod$", out, re.M)
+    assert re.search(r"^VERSION:\s+v1$", out, re.M)
+    assert re.search(r"^FIELD: tolerations <\[\]Toleration>$", out, re.M)
+    assert "tolerationSeconds\t<integer>" in out
+
+
+def test_wait_for_jsonpath(cluster):
+    cluster.kubectl("create", "configmap", "waiter")
+
+    def patch_later():
+        time.sleep(0.5)
+        cluster.kubectl("patch", "cm", "waiter", "--type", "merge", "-p", '{"data":{"ready":"yes"}}')
+
+    import threading
+
+    t = threading.Thread(target=patch_later)
+    t.start()
+    out = cluster.kubectl("wait", "--for=jsonpath={.data.ready}=yes", "configmap/waiter", "--timeout=20s").stdout
+    t.join()
+    assert out.strip() == "configmap/waiter condition met"
+
+
+def test_get_watch_shows_changes(cluster):
+    cluster.kubectl("create", "namespace", "watched")
+    proc = subprocess.Popen([KUBECTL, "get", "configmaps", "-n", "watched", "-w", "--output-watch-events"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cluster.env())
+    try:
+        time.sleep(1.0)
+        cluster.kubectl("create", "configmap", "w1", "-n", "watched")
+        cluster.kubectl("label", "configmap", "w1", "-n", "watched", "x=y")
+        cluster.kubectl("delete", "configmap", "w1", "-n", "watched")
+        time.sleep(1.0)
+    finally:
+        proc.terminate()
+    out = proc.communicate(timeout=10)[0]
+    events = [line.split()[0] for line in out.splitlines()[1:] if "w1" in line]
+    assert events[-3:] == ["ADDED", "MODIFIED", "DELETED"], out
+
+
+def test_crd_and_custom_resources(kubectl):
+    assert kubectl("apply", "-f", "-", input=CRD).stdout.strip() == \
+        "customresourcedefinition.apiextensions.k8s.io/gpuquotas.example.com created"
+    cr = "apiVersion: example.com/v1\nkind: GpuQuota\nmetadata:\n  name: team-a\nspec:\n  gpus: 8\n  team: a\n"
+    for _ in range(50):
+        proc = kubectl("apply", "-f", "-", input=cr, check=False)
+        if proc.returncode == 0:
+            break
+        time.sleep(0.1)
+    assert proc.stdout.strip() == "gpuquota.example.com/team-a created"
+    rows = kubectl("get", "gq").stdout.splitlines()
+    assert re.split(r"\s{2,}", rows[0].strip()) == ["NAME", "GPUS", "AGE"]
+    assert rows[1].split()[:2] == ["team-a", "8"]
+    bad = kubectl("apply", "-f", "-", input=cr.replace("gpus: 8", "gpus: many"), check=False)
+    assert bad.returncode != 0
+    assert 'spec.gpus: Invalid value: "string": spec.gpus in body must be of type integer: "string"' in bad.stderr
+    explain = kubectl("explain", "gpuquota.spec").stdout
+    assert re.search(r"^KIND:\s+GpuQuota$", explain, re.M)
+
+
+def test_get_all(kubectl):
+    out = kubectl("get", "all", "-n", "default").stdout
+    assert "service/kubernetes" in out
+
+
+def test_request_without_token_is_unauthorized(cluster):
+    import ssl
+    import urllib.request
+
+    cfg = yaml.safe_load(cluster.kubeconfig.read_text())
+    server = cfg["clusters"][0]["cluster"]["server"]
+    ctx = ssl.create_default_context(cafile=str(cluster.home / "clusters" / cluster.name / "pki" / "ca.crt"))
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(server + "/api/v1/namespaces", context=ctx)
+    assert err.value.code == 401
+    body = json.loads(err.value.read())
+    assert body["reason"] == "Unauthorized" and body["code"] == 401

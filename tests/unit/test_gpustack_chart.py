@@ -1,0 +1,115 @@
+"""gpu-operator chart values, helm --set parsing and the rendered ClusterPolicy (docs/fidelity/gpustack-core.md)."""
+import pytest
+
+from gpulab.gpustack.chart import (
+    CLUSTERPOLICY_CRD, KNOWN_VERSIONS, ChartError, cluster_policy, default_values, parse_set, values_for,
+)
+
+TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize("version, driver, plugin, toolkit, mig_manager", [
+    ("v25.10.1", "580.105.08", "v0.18.1", "v1.18.1", "v0.13.1"),
+    ("v26.3.3", "580.126.20", "v0.19.3", "v1.19.1", "v0.14.2"),
+])
+def test_component_versions_per_chart(version, driver, plugin, toolkit, mig_manager):
+    values = default_values(version)
+    assert values["driver"]["version"] == driver
+    assert values["devicePlugin"]["version"] == values["gfd"]["version"] == plugin
+    assert values["toolkit"]["version"] == toolkit
+    assert values["migManager"]["version"] == mig_manager
+
+
+def test_defaults_learners_rely_on():
+    values = default_values()
+    assert values["driver"]["enabled"] and values["toolkit"]["enabled"] and values["nfd"]["enabled"]
+    assert (values["driver"]["repository"], values["driver"]["image"]) == ("nvcr.io/nvidia", "driver")
+    assert values["mig"]["strategy"] == "single"
+    assert values["migManager"]["enabled"] is True
+    assert values["migManager"]["config"] == {"default": "all-disabled", "create": False, "name": "", "data": {}}
+    assert values["devicePlugin"]["config"]["name"] == "" and values["devicePlugin"]["config"]["default"] == ""
+    assert values["dcgmExporter"]["enabled"] and not values["dcgm"]["enabled"]
+    assert values["nodeStatusExporter"]["enabled"] is False
+    assert values["daemonsets"]["tolerations"] == [TOLERATION]
+    assert "defaultRuntime" not in values["operator"]
+
+
+def test_parse_set_follows_helm_strvals():
+    assert parse_set(["driver.version=580.105.08", "mig.strategy=mixed,driver.enabled=false"]) == {
+        "driver": {"version": "580.105.08", "enabled": False}, "mig": {"strategy": "mixed"}}
+    assert parse_set(["a=TRUE", "b=null", "c=007", "d=0", "e=42", "f=1.5", "g=-3"]) == {
+        "a": True, "b": None, "c": "007", "d": 0, "e": 42, "f": "1.5", "g": -3}
+    assert parse_set(["daemonsets.tolerations[0].key=x", "daemonsets.tolerations[0].operator=Exists"]) == {
+        "daemonsets": {"tolerations": [{"key": "x", "operator": "Exists"}]}}
+    assert parse_set(["list={a,b,3}", "esc=a\\,b", r"nodeSelector.nvidia\.com/gpu=true"]) == {
+        "list": ["a", "b", 3], "esc": "a,b", "nodeSelector": {"nvidia.com/gpu": True}}
+
+
+@pytest.mark.parametrize("item, message", [("driver.version", 'key "version" has no value'),
+                                           ("a,", 'key "a" has no value (cannot end with ,)')])
+def test_parse_set_errors(item, message):
+    with pytest.raises(ChartError, match=f"^{message.replace('(', '[(]').replace(')', '[)]')}$"):
+        parse_set([item])
+
+
+def test_values_for_merges_like_helm():
+    values = values_for("v25.10.1", parse_set(["driver.version=570.195.03", "daemonsets.tolerations[0].key=x"]))
+    assert values["driver"]["version"] == "570.195.03"
+    assert values["driver"]["image"] == "driver"  # maps merge
+    assert values["daemonsets"]["tolerations"] == [{"key": "x"}]  # lists replace, as in Helm
+    assert "image" not in values_for(None, {"driver": {"image": None}})["driver"]  # null deletes
+
+
+def test_unknown_version_lists_known_ones():
+    with pytest.raises(ChartError) as err:
+        values_for("v24.9.0")
+    assert str(err.value) == ('chart "gpu-operator" version "v24.9.0" not found in https://helm.ngc.nvidia.com/nvidia '
+                              "repository (known versions: v25.10.1, v26.3.3)")
+    assert values_for("26.3.3")["driver"]["version"] == "580.126.20"
+    assert KNOWN_VERSIONS == ("v25.10.1", "v26.3.3")
+
+
+def test_unknown_key_is_rejected_with_a_suggestion():
+    with pytest.raises(ChartError) as err:
+        values_for(None, parse_set(["drivr.version=1"]))
+    assert str(err.value) == ('unknown value "drivr.version": chart gpu-operator v25.10.1 has no such key in its '
+                              'values.yaml (Helm would silently ignore it; gpulab rejects it to catch typos); '
+                              'did you mean "driver.version"?')
+
+
+def test_free_form_and_template_only_keys_are_accepted():
+    values = values_for(None, parse_set(["operator.defaultRuntime=containerd", "driver.env[0].name=X",
+                                         "daemonsets.labels.team=ml", "devicePlugin.resources.limits.cpu=1"]))
+    assert values["operator"]["defaultRuntime"] == "containerd"
+
+
+def test_cluster_policy_rendering():
+    policy = cluster_policy(values_for(None, parse_set(["devicePlugin.config.name=time-slicing-config",
+                                                        "devicePlugin.config.default=any"])))
+    assert (policy["apiVersion"], policy["kind"], policy["metadata"]["name"]) == (
+        "nvidia.com/v1", "ClusterPolicy", "cluster-policy")
+    assert policy["metadata"]["labels"]["app.kubernetes.io/component"] == "gpu-operator"
+    assert policy["metadata"]["labels"]["helm.sh/chart"] == "gpu-operator-v25.10.1"
+    spec = policy["spec"]
+    assert spec["mig"] == {"strategy": "single"}
+    assert spec["driver"]["version"] == "580.105.08" and spec["driver"]["enabled"] is True
+    assert spec["migManager"]["config"] == {"name": "default-mig-parted-config", "default": "all-disabled"}
+    assert spec["devicePlugin"]["config"] == {"name": "time-slicing-config", "default": "any"}
+    assert spec["daemonsets"]["tolerations"] == [TOLERATION]
+    assert spec["validator"]["version"] == "v25.10.1"  # defaults to the chart's appVersion
+    assert "defaultRuntime" not in spec["operator"]
+
+
+def test_cluster_policy_without_plugin_config_has_no_config_block():
+    assert "config" not in cluster_policy(values_for())["spec"]["devicePlugin"]
+
+
+def test_crd_is_cluster_scoped_with_status_and_age_columns():
+    assert CLUSTERPOLICY_CRD["metadata"]["name"] == "clusterpolicies.nvidia.com"
+    assert CLUSTERPOLICY_CRD["spec"]["scope"] == "Cluster"
+    version = CLUSTERPOLICY_CRD["spec"]["versions"][0]
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == ["Status", "Age"]
+    schema = version["schema"]["openAPIV3Schema"]["properties"]
+    assert schema["status"]["properties"]["state"]["enum"] == ["ignored", "ready", "notReady"]
+    assert schema["spec"]["properties"]["mig"]["properties"]["strategy"]["enum"] == ["none", "single", "mixed"]
+    assert schema["spec"]["properties"]["operator"]["properties"]["defaultRuntime"]["default"] == "docker"

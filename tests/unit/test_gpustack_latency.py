@@ -1,0 +1,60 @@
+"""The sharing latency model against the H200 measurement (docs/fidelity/gpustack-core.md)."""
+import pytest
+
+from gpulab.gpustack.latency import expected_latency, measured_rows, request_ms_default, tail_ratio, time_slice_ms
+
+# Stated tolerances (relative error of the model against each measured row).
+# Run 1 is the calibration run; run 2 (other sizes, partial duty, requests every
+# 6 ms) shows shorter slices than the model assumes, hence the wider bounds.
+TOLERANCE = {1: {"p50_ms": 0.25, "p99_ms": 0.05}, 2: {"p50_ms": 0.35, "p99_ms": 0.55}}
+
+
+def _request_ms(row, rows):
+    """The request's own p50: run 1 uses its idle row; run 2 the idle row of the same size."""
+    if row["run"] == 1:
+        return request_ms_default()
+    alone = [r for r in rows if r["run"] == 2 and r["size"] == row["size"] and r["neighbours"] == 0]
+    return alone[0]["p50_ms"] if alone else request_ms_default()
+
+
+@pytest.mark.parametrize("row", measured_rows(), ids=lambda r: f"run{r['run']}-{r['size']}-k{r['neighbours']}-d{r['duty']}")
+def test_model_tracks_every_measured_row(row):
+    rows = measured_rows()
+    model = expected_latency("time-slicing", neighbours=row["neighbours"], duty=row["duty"],
+                             request_ms=_request_ms(row, rows))
+    for key, tolerance in TOLERANCE[row["run"]].items():
+        assert model[key] == pytest.approx(row[key], rel=tolerance), key
+
+
+def test_calibration_constants():
+    assert request_ms_default() == pytest.approx(0.4396)
+    assert tail_ratio() == pytest.approx(1.1021, abs=1e-4)
+    assert time_slice_ms() == pytest.approx(2.3405, abs=1e-4)
+
+
+def test_exclusive_gpu_is_the_request_alone():
+    assert expected_latency("exclusive") == {"p50_ms": 0.4396, "p99_ms": 0.4845}
+
+
+def test_each_busy_neighbour_costs_about_one_time_slice_of_p99():
+    p99 = [expected_latency("time-slicing", neighbours=k)["p99_ms"] for k in range(5)]
+    steps = [b - a for a, b in zip(p99, p99[1:])]
+    assert steps == pytest.approx([time_slice_ms()] * 4, abs=1e-3)
+
+
+def test_idle_neighbours_cost_nothing():
+    assert expected_latency("time-slicing", neighbours=4, duty=0.0) == expected_latency("exclusive")
+
+
+def test_mig_slice_is_isolated_and_scaled_by_its_sms():
+    slice_alone = expected_latency("mig", mig_profile="1g.18gb")
+    assert slice_alone == expected_latency("mig", mig_profile="1g.18gb", neighbours=6)
+    assert slice_alone["p50_ms"] == pytest.approx(0.4396 * 132 / 16, abs=1e-3)
+    assert expected_latency("mig", mig_profile="7g.141gb")["p50_ms"] == pytest.approx(0.4396)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="unknown mode 'mps'"):
+        expected_latency("mps")
+    with pytest.raises(ValueError, match="mode 'mig' needs mig_profile"):
+        expected_latency("mig")

@@ -1,0 +1,125 @@
+"""The container command interpreter: the shell subset, the utilities, PID 1 and the stop signal."""
+from __future__ import annotations
+
+import pytest
+
+from gpulab.cluster.kubelet.images import default_catalog, parse_reference
+from gpulab.cluster.kubelet.process import Process
+from gpulab.cluster.kubelet.shell import FileSystem, World
+
+CATALOG = default_catalog()
+START = 1_767_225_600.0   # 2026-01-01T00:00:00Z
+
+
+def make_world(image: str = "busybox", env: tuple = (), injected: dict | None = None) -> World:
+    img = CATALOG.resolve(parse_reference(image))
+    files = FileSystem()
+    for d in ("/tmp", "/etc", "/dev", "/root"):
+        files.mkdirs(d)
+    files.add_file("/etc/hostname", "mypod\n")
+    files.add_file("/config/model.txt", "llama-3-8b\n")
+    files.add_file("/scripts/run.sh", "#!/bin/sh\necho script says $1\n", 0o755)
+    return World(image=img, catalog=CATALOG, env=[*img.env, ("HOSTNAME", "mypod"), *env], files=files,
+                 hostname="mypod", nproc=4, kernel="6.8.0-gpulab", injected=injected or {})
+
+
+def run(script_or_argv, image: str = "busybox", until: float = 10_000, **kw) -> tuple[str, int | None, Process]:
+    argv = ["sh", "-c", script_or_argv] if isinstance(script_or_argv, str) else script_or_argv
+    proc = Process(make_world(image, **kw), argv, START)
+    proc.advance(START + until)
+    return "".join(line + "\n" for _, line in proc.log), proc.exit_code, proc
+
+
+@pytest.mark.parametrize("script,out,code", [
+    ("echo hello; exit 3", "hello\n", 3),
+    ("echo 'single $HOME' \"double $HOSTNAME\" esc\\ aped", "single $HOME double mypod esc aped\n", 0),
+    ("x=1; y=\"$x two\"; echo $y ${y}s ${#y} ${NOPE:-fallback} ${NOPE-} end", "1 two 1 twos 5 fallback end\n", 0),
+    ("f=model.tar.gz; echo ${f%%.*} ${f#*.} ${f%.gz}", "model tar.gz model.tar\n", 0),
+    ("echo $((3 * (4 + 1) % 7)) $((10 / 3)) $((-7 / 2)) $((2 > 1 && 0 || 1))", "1 3 -3 1\n", 0),
+    ("for i in 1 2 3; do echo -n $i; done; echo", "123\n", 0),
+    ("i=0; while [ $i -lt 3 ]; do i=$((i+1)); done; echo $i; until true; do :; done", "3\n", 0),
+    ("if [ -f /etc/hostname ] && [ \"$(cat /etc/hostname)\" = mypod ]; then echo yes; elif true; then echo no; "
+     "else echo never; fi", "yes\n", 0),
+    ("false || echo rescued; true && echo chained; ! true; echo $?", "rescued\nchained\n1\n", 0),
+    ("printf '%s=%d|%5.2f|%-4s|\\n' gpus 8 3.14159 ab", "gpus=8| 3.14|ab  |\n", 0),
+    ("printf '%s\\n' a b c | grep -v b | wc -l", "2\n", 0),
+    ("seq 1 5 | head -n 2; seq 3 | tail -n 1; echo b a | tr 'a-z ' 'A-Z_'; echo a:b:c | cut -d: -f2-",
+     "1\n2\n3\nB_A\nb:c\n", 0),
+    ("cat /config/model.txt | grep -c llama; grep -q nothing /config/model.txt; echo $?", "1\n1\n", 0),
+    ("echo one > /tmp/f; echo two >> /tmp/f; cat /tmp/f; cat /nope 2>&1", "one\ntwo\ncat: can't open '/nope': "
+     "No such file or directory\n", 1),
+    ("(exit 4); echo $?; { echo grouped; }; echo $(echo nested $(hostname))", "4\ngrouped\nnested mypod\n", 0),
+    ("set -e; echo before; false; echo after", "before\n", 1),
+    ("/scripts/run.sh hello; sh /scripts/run.sh again", "script says hello\nscript says again\n", 0),
+    ("env | grep HOSTNAME; printenv PATH; printenv MISSING; echo $?",
+     "HOSTNAME=mypod\n/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n1\n", 0),
+    ("uname; uname -r; nproc; whoami; id; pwd", "Linux\n6.8.0-gpulab\n4\nroot\nuid=0(root) gid=0(root) "
+     "groups=0(root),10(wheel)\n/\n", 0),
+    ("date; date -u +%Y-%m-%dT%H:%M:%SZ; date +%s", "Thu Jan  1 00:00:00 UTC 2026\n2026-01-01T00:00:00Z\n1767225600\n", 0),
+])
+def test_scripts(script, out, code):
+    output, exit_code, _ = run(script)
+    assert (output, exit_code) == (out, code)
+
+
+@pytest.mark.parametrize("image,shell,message", [
+    ("busybox", "sh", "sh: trainer: not found"),
+    ("ubuntu:24.04", "sh", "sh: 1: trainer: not found"),
+    ("ubuntu:24.04", "bash", "bash: line 1: trainer: command not found"),
+])
+def test_a_program_missing_from_the_image_is_not_found_by_the_shell(image, shell, message):
+    output, code, _ = run([shell, "-c", "echo start; trainer --epochs 3"], image)
+    assert (output, code) == (f"start\n{message}\n", 127)
+
+
+def test_syntax_errors_read_like_dash():
+    assert run("if true; then echo x", "ubuntu:24.04")[:2] == \
+        ('sh: 1: Syntax error: end of file unexpected (expecting "fi")\n', 2)
+
+
+def test_sleep_takes_the_time_it_says():
+    output, code, proc = run("echo a; sleep 1.5; echo b; sleep 2m; echo c")
+    stamps = [ns for ns, _ in proc.log]
+    assert output == "a\nb\nc\n" and code == 0
+    assert (stamps[1] - stamps[0], stamps[2] - stamps[1]) == (1_500_000_000, 120_000_000_000)
+    partial = Process(make_world(), ["sh", "-c", "echo a; sleep 10; echo b"], START)
+    partial.advance(START + 5)
+    assert [line for _, line in partial.log] == ["a"] and partial.running and partial.wake == START + 10
+
+
+@pytest.mark.parametrize("argv", [["sleep", "infinity"], ["tail", "-f", "/dev/null"],
+                                  ["sh", "-c", "while true; do :; done"], ["python3", "-m", "http.server"]])
+def test_programs_that_never_end(argv):
+    _, code, proc = run(argv, "python:3.12" if argv[0] == "python3" else "busybox")
+    assert code is None and proc.running and proc.wake is None
+
+
+def test_the_stop_signal_follows_pid_1():
+    _, _, shell_pid1 = run("sleep 3600", until=5)   # dash and ash exec a lone command: sleep is PID 1 and ignores it
+    assert shell_pid1.stop(START + 10) is False and shell_pid1.running
+    shell_pid1.kill(START + 40)
+    assert shell_pid1.exit_code == 137
+    _, _, server = run(["python3", "-m", "http.server"], "python:3.12")
+    assert server.stop(START + 10) is True and server.exit_code == 143
+    _, _, nginx = run(["/docker-entrypoint.sh", "nginx", "-g", "daemon off;"], "nginx:1.27")
+    assert nginx.stop(START + 10) is True and nginx.exit_code == 0
+    assert [line for _, line in nginx.log][-2:] == ["2026/01/01 00:00:10 [notice] 1#1: signal 3 (SIGQUIT) received, "
+                                                    "shutting down", "2026/01/01 00:00:10 [notice] 1#1: exit"]
+    _, _, script = run("echo starting; sleep 3600", "nginx:1.27", until=5)   # a script: sh stays PID 1
+    assert script.stop(START + 10) is False
+
+
+def test_injected_commands_and_device_environment():
+    output, code, _ = run("nvidia-smi -L; nvidia-smi; echo $NVIDIA_VISIBLE_DEVICES",
+                          "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                          env=(("NVIDIA_VISIBLE_DEVICES", "GPU-1"),),
+                          injected={"nvidia-smi -L": "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n",
+                                    "nvidia-smi": "+-----+\n| NVIDIA-SMI |\n"})
+    assert (output, code) == ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n+-----+\n| NVIDIA-SMI |\nGPU-1\n", 0)
+
+
+def test_the_cuda_entrypoint_banner_warns_without_a_driver():
+    output, code, _ = run(["/opt/nvidia/nvidia_entrypoint.sh", "echo", "ran"], "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04")
+    assert code == 0 and output.startswith("\n==========\n== CUDA ==\n==========\n\nCUDA Version 12.4.1\n")
+    assert "WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available.\n" in output
+    assert output.endswith("ran\n")
