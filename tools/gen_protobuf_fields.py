@@ -196,7 +196,6 @@ class TableBuilder:
     def __init__(self, binary: GoBinary):
         self.bin = binary
         self.structs = binary.named_structs()
-        self.addr_to_path = {v: k for k, v in self.structs.items()}
         self.messages: dict[str, dict] = {}
         self.pending: list[str] = []
 

@@ -31,7 +31,9 @@ NO_ANSWER = _NoAnswer()
 
 def check_ids(lab: str | None = None) -> list[str]:
     """Every check id in course order, or those of one lab (``"lab02"`` or ``"lab02-node-pools"``)."""
-    return [i for i, c in CHECKS.items() if lab is None or lab in (i.split(".")[0], c.lab)]
+    order = list(LABS)
+    ids = sorted(CHECKS, key=lambda i: order.index(i.split(".", 1)[0]))  # stable: registration order within a lab
+    return [i for i in ids if lab is None or lab in (i.split(".", 1)[0], CHECKS[i].lab)]
 
 
 def get(check_id: str) -> Check:

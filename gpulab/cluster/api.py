@@ -245,6 +245,12 @@ class Api:
             obj["metadata"]["generation"] = 1
         if key == "pods":
             obj["status"] = {"phase": "Pending"}
+            if (obj.get("spec") or {}).get("schedulingGates"):
+                # pkg/registry/core/pod/strategy.go applySchedulingGatedCondition
+                obj["status"]["conditions"] = [{
+                    "type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+                    "message": "Scheduling is blocked due to non-empty scheduling gates", "lastProbeTime": None,
+                    "lastTransitionTime": rfc3339(self.clock()), "observedGeneration": 1}]
         elif key == "namespaces":
             obj.setdefault("spec", {})["finalizers"] = ["kubernetes"]
             obj["status"] = {"phase": "Active"}
@@ -543,6 +549,9 @@ class Api:
         from .objects import set_condition
 
         set_condition(status, "PodScheduled", "True", now=rfc3339(self.clock()), probe_time=True)
+        generation = new["metadata"].get("generation")
+        if generation is not None:
+            next(c for c in status["conditions"] if c["type"] == "PodScheduled")["observedGeneration"] = generation
         self._before_store(self.rt("pods"), new, old)
         return self._store_put(self.rt("pods"), new, old)
 

@@ -44,13 +44,26 @@ def _pid(name: str) -> int | None:
         pid = int((cluster_dir(name) / "server.pid").read_text().strip())
     except (OSError, ValueError):
         return None
+    return pid if _alive(pid) else None
+
+
+def _alive(pid: int) -> bool:
+    """True while the process runs; a zombie (exited, not yet reaped) counts as gone and is reaped if ours."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        return pid
-    return pid
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
 
 def is_running(name: str) -> bool:
@@ -194,9 +207,7 @@ def down(name: str = DEFAULT_NAME, timeout: float = 10.0) -> bool:
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not _alive(pid):
             break
         time.sleep(0.02)
     else:

@@ -109,7 +109,7 @@ class Runtime:
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ctx.load_cert_chain(str(self.config.pki.server_cert), str(self.config.pki.server_key))
         server = ApiServer(self.api, self.config.pki.token)
-        self._runner = web.AppRunner(server.app(), access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.config.port, ssl_context=ctx, backlog=512,
                            reuse_address=True)

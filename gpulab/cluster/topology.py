@@ -132,7 +132,7 @@ def node_object(spec: NodeSpec, index: int) -> dict:
     node = {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": spec.name, "labels": labels, "annotations": annotations},
-        "spec": {"podCIDR": f"10.244.{index}.0/24", "podCIDRs": [f"10.244.{index}.0/24"],
+        "spec": {"podCIDR": _pod_cidr(index), "podCIDRs": [_pod_cidr(index)],
                  "providerID": f"kind://docker/gpulab/{spec.name}"},
         "status": {
             "capacity": dict(resources), "allocatable": dict(resources),
@@ -147,6 +147,11 @@ def node_object(spec: NodeSpec, index: int) -> dict:
     if spec.taints:
         node["spec"]["taints"] = [dict(t) for t in spec.taints]
     return node
+
+
+def _pod_cidr(index: int) -> str:
+    """kind's per-node /24 out of 10.244.0.0/16, continuing into 10.245.0.0/16 and on for big fleets."""
+    return f"10.{244 + index // 256}.{index % 256}.0/24"
 
 
 def check_nodes(specs: list[NodeSpec]) -> None:

@@ -127,6 +127,9 @@ def _transform(ds: dict, spec: dict, namespace: str) -> dict:
                 container["volumeMounts"] = [{"name": "available-configs", "mountPath": "/available-configs"}]
     if volumes:
         pod["volumes"] = volumes
+    rolling = ds["spec"]["updateStrategy"].get("rollingUpdate") or {}
+    if isinstance(rolling.get("maxUnavailable"), str) and rolling["maxUnavailable"].isdigit():
+        rolling["maxUnavailable"] = int(rolling["maxUnavailable"])   # intstr.Parse: "1" is the integer 1
     return ds
 
 

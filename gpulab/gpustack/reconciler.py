@@ -151,7 +151,7 @@ class GpuStack:
             if not self._hold_lease():
                 self.stop.wait(LEASE_SECONDS / 3)
                 continue
-            key = self.queue.get(self.stop, idle=LEASE_SECONDS / 3)
+            key = self.queue.get(self.stop, idle=1.0)
             if key is None:
                 continue
             try:
@@ -160,8 +160,11 @@ class GpuStack:
                 else:
                     self.reconcile_policy()
             except ApiException as exc:
-                log.debug("reconcile %s: %s", key, exc)
-                self.queue.add_after(key, 0.2 if exc.status == 409 else 1.0)
+                if exc.status == 409:
+                    self.queue.add_after(key, 0.2)
+                else:
+                    log.warning("reconcile %s: %s %s", key, exc.status, client.error_message(exc))
+                    self.queue.add_after(key, 2.0)
             except (HTTPError, OSError) as exc:
                 log.debug("reconcile %s interrupted: %s", key, exc)
                 self.queue.add_after(key, 1.0)

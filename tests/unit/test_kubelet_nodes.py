@@ -53,6 +53,7 @@ def test_the_lease_is_the_frequent_heartbeat_and_status_is_written_only_on_chang
 
 def test_status_images_lists_pulled_images_and_keeps_extended_resources():
     async def body(h):
+        await h.until(lambda: h.api.get("nodes", "worker")["status"].get("images"), what="the first node status")
         status = h.api.get("nodes", "worker")["status"]
         names = [n for image in status["images"] for n in image["names"]]
         assert "registry.k8s.io/pause:3.10.1" in names and "registry.k8s.io/kube-proxy:v1.36.0" in names

@@ -151,7 +151,8 @@ def test_cordoned_nodes_unless_the_pod_tolerates_the_unschedulable_taint():
 
 def test_scheduling_gates_hold_the_pod():
     gated = pod(schedulingGates=[{"name": "example.com/a"}, {"name": "example.com/b"}])
-    assert schedulinggates.pre_enqueue(gated).reasons == ("waiting for scheduling gates: [example.com/a example.com/b]",)
+    assert schedulinggates.pre_enqueue(gated).reasons == (
+        "waiting for scheduling gates: [example.com/a example.com/b]",)
     assert schedulinggates.pre_enqueue(pod()) is None
 
 

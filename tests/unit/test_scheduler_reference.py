@@ -125,7 +125,8 @@ def random_pod(rng: random.Random, i: int) -> dict:
         expr = {"key": rng.choice(["gpu", "tier"]), "operator": op}
         if op in ("In", "NotIn"):
             expr["values"] = rng.sample(["h100", "a100", "gold", "silver"], 2)
-        affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}
+        affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": [{"matchExpressions": [expr]}]}
     if rng.random() < 0.3:
         affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
             {"weight": rng.randint(1, 100), "preference": {"matchExpressions": [

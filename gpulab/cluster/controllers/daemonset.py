@@ -69,12 +69,17 @@ class DaemonSetController(OwnerKeyedController):
         current, old_revisions = self._construct_history(ds)
         revision_hash = current["metadata"]["labels"][util.REVISION_HASH]
         nodes = self.api.store.list("nodes")
+        self.sizes[work_key] = len(nodes)
         eligible = util.Eligibility(ds)
-        changed, retry_after = await self._manage(ds, nodes, eligible, revision_hash)
+        verdicts = {n["metadata"]["name"]: eligible(n) for n in nodes}
+        by_node = self._nodes_to_pods(ds)
+        changed, retry_after = await self._manage(ds, verdicts, by_node, revision_hash)
         if not changed and (ds["spec"].get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate":
-            await self._rolling_update(ds, nodes, eligible, revision_hash)
+            changed = await self._rolling_update(ds, verdicts, by_node, revision_hash)
+        if changed:
+            by_node = self._nodes_to_pods(ds)
         self._cleanup_history(ds, old_revisions)
-        again = self._update_status(ds, nodes, eligible, revision_hash)
+        again = self._update_status(ds, verdicts, by_node, revision_hash)
         delays = [d for d in (retry_after, again) if d is not None]
         return min(delays) if delays else None
 
@@ -91,31 +96,27 @@ class DaemonSetController(OwnerKeyedController):
         return by_node
 
     # --- manage --------------------------------------------------------------------------
-    async def _manage(self, ds: dict, nodes: list[dict], eligible: util.Eligibility,
+    async def _manage(self, ds: dict, verdicts: dict[str, tuple[bool, bool]], by_node: dict[str, list[dict]],
                       revision_hash: str) -> tuple[bool, float | None]:
         """Create the missing daemon pods and delete the misplaced, failed and surplus ones."""
-        by_node = self._nodes_to_pods(ds)
         to_create: list[str] = []
         to_delete: list[dict] = []
         retry_after: float | None = None
-        for node in nodes:
-            create, delete, wait = self._pods_should_be_on_node(ds, node, by_node.get(node["metadata"]["name"]),
-                                                                eligible)
+        for node_name, verdict in verdicts.items():
+            create, delete, wait = self._pods_should_be_on_node(ds, node_name, by_node.get(node_name), verdict)
             to_create += create
             to_delete += delete
             if wait is not None:
                 retry_after = wait if retry_after is None else min(retry_after, wait)
-        names = {n["metadata"]["name"] for n in nodes}
         for node_name, pods in by_node.items():
-            if node_name not in names:
+            if node_name not in verdicts:
                 to_delete += [p for p in pods if not (p.get("spec") or {}).get("nodeName")]
         await self._sync_nodes(ds, to_delete, to_create, revision_hash)
         return bool(to_create or to_delete), retry_after
 
-    def _pods_should_be_on_node(self, ds: dict, node: dict, pods: list[dict] | None,
-                                eligible: util.Eligibility) -> tuple[list[str], list[dict], float | None]:
-        should_run, should_continue = eligible(node)
-        node_name = node["metadata"]["name"]
+    def _pods_should_be_on_node(self, ds: dict, node_name: str, pods: list[dict] | None,
+                                verdict: tuple[bool, bool]) -> tuple[list[str], list[dict], float | None]:
+        should_run, should_continue = verdict
         if should_run and not pods:
             return [node_name], [], None
         if not should_continue:
@@ -171,15 +172,15 @@ class DaemonSetController(OwnerKeyedController):
             delete_pod(self.api, ds, pod, COMPONENT)
 
     # --- rolling update ----------------------------------------------------------------------
-    async def _rolling_update(self, ds: dict, nodes: list[dict], eligible: util.Eligibility,
-                              revision_hash: str) -> None:
+    async def _rolling_update(self, ds: dict, verdicts: dict[str, tuple[bool, bool]],
+                              by_node: dict[str, list[dict]], revision_hash: str) -> bool:
         """rollingUpdate without surge: delete old pods while at most maxUnavailable are unavailable."""
-        by_node = self._nodes_to_pods(ds)
+        by_node = dict(by_node)
         desired = 0
-        for node in nodes:
-            if eligible(node)[0]:
+        for node_name, (should_run, _) in verdicts.items():
+            if should_run:
                 desired += 1
-                by_node.setdefault(node["metadata"]["name"], [])
+                by_node.setdefault(node_name, [])
         rolling = (ds["spec"].get("updateStrategy") or {}).get("rollingUpdate") or {}
         # Surge (maxSurge > 0) is not reproduced: such a DaemonSet rolls one node at a time at least.
         max_unavailable = max(scaled_value(rolling.get("maxUnavailable", 1), desired, True), 1)
@@ -202,7 +203,9 @@ class DaemonSetController(OwnerKeyedController):
             elif unavailable < max_unavailable:
                 candidates.append(old_pod)
         remaining = min(max(max_unavailable - unavailable, 0), len(candidates))
-        await self._sync_nodes(ds, replace + candidates[:remaining], [], revision_hash)
+        victims = replace + candidates[:remaining]
+        await self._sync_nodes(ds, victims, [], revision_hash)
+        return bool(victims)
 
     # --- history ------------------------------------------------------------------------------
     def _construct_history(self, ds: dict) -> tuple[dict, list[dict]]:
@@ -281,16 +284,14 @@ class DaemonSetController(OwnerKeyedController):
             to_kill -= 1
 
     # --- status ----------------------------------------------------------------------------
-    def _update_status(self, ds: dict, nodes: list[dict], eligible: util.Eligibility,
+    def _update_status(self, ds: dict, verdicts: dict[str, tuple[bool, bool]], by_node: dict[str, list[dict]],
                        revision_hash: str) -> float | None:
-        by_node = self._nodes_to_pods(ds)
         now = self.api.clock()
         min_ready = int(ds["spec"].get("minReadySeconds", 0))
         generation = util.template_generation(ds)
         desired = current = misscheduled = ready = updated = available = 0
-        for node in nodes:
-            should_run, _ = eligible(node)
-            pods = by_node.get(node["metadata"]["name"]) or []
+        for node_name, (should_run, _) in verdicts.items():
+            pods = by_node.get(node_name) or []
             if not should_run:
                 misscheduled += 1 if pods else 0
                 continue

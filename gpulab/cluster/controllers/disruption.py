@@ -15,8 +15,7 @@ from __future__ import annotations
 from ..errors import ApiError
 from ..objects import clone, controller_of, parse_time, rfc3339
 from ..selectors import label_selector_from_dict, matches_labels
-from .base import Controller
-from .workload import MANAGER, is_ready, scaled_value
+from .workload import MANAGER, OwnerKeyedController, is_ready, scaled_value
 
 COMPONENT = "controllermanager"
 PDB = "poddisruptionbudgets.policy"
@@ -33,7 +32,7 @@ def _selector(pdb: dict):
     return None if selector is None else label_selector_from_dict(selector)
 
 
-class DisruptionController(Controller):
+class DisruptionController(OwnerKeyedController):
     name = "disruption-controller"
     watches = (PDB, "pods", "replicasets.apps", "deployments.apps")
 
@@ -76,6 +75,7 @@ class DisruptionController(Controller):
         ns = pdb["metadata"]["namespace"]
         pods = [] if selector is None else \
             [p for p in self.api.store.list("pods", ns) if matches_labels(selector, p["metadata"].get("labels"))]
+        self.sizes[(ns, pdb["metadata"]["name"])] = len(pods)
         if not pods:
             self.api.record_event(pdb, "Normal", "NoPods", "No matching pods found", COMPONENT)
         expected, desired, unmanaged = self._expected_pod_count(pdb, pods)

@@ -223,6 +223,7 @@ class _JobSync:
         job, spec, status = self.job, self.job["spec"], self.status
         suspended = bool(spec.get("suspend"))
         self.pods = claim(self.api, "pods", job, label_selector_from_dict(spec.get("selector")))
+        self.c.sizes[self.key] = len(self.pods)
         active_pods = [p for p in self.pods if is_active(p)]
         self.ready = sum(1 for p in active_pods if is_ready(p))
         self.terminating = sum(1 for p in self.pods if is_terminating(p))

@@ -15,7 +15,7 @@ import asyncio
 
 from ..errors import ApiError
 from ..objects import clone, controller_of, rfc3339
-from ..selectors import label_selector_from_dict, matches_labels
+from ..selectors import label_selector_from_dict
 from .workload import (MANAGER, OwnerKeyedController, claim, controlled, create_pod, delete_pod, deletion_order,
                        index_by_controller, is_active, is_available, is_ready, is_terminating, pod_from_template, selector_owners)
 
@@ -51,8 +51,13 @@ class ReplicaSetController(OwnerKeyedController):
         selector = label_selector_from_dict(rs["spec"].get("selector"))
         owned = controlled(self.api, "pods", rs["metadata"]["uid"])
         self.sizes[work_key] = len(owned)
-        active = claim(self.api, "pods", rs, selector, include=is_active, owned=owned)
-        terminating = [p for p in owned if is_terminating(p) and matches_labels(selector, p["metadata"].get("labels"))]
+        active: list[dict] = []
+        terminating = 0
+        for pod in claim(self.api, "pods", rs, selector, owned=owned):
+            if is_active(pod):
+                active.append(pod)
+            elif is_terminating(pod):
+                terminating += 1
         error: ApiError | None = None
         if not rs["metadata"].get("deletionTimestamp"):
             try:
@@ -60,7 +65,7 @@ class ReplicaSetController(OwnerKeyedController):
             except ApiError as exc:
                 error = exc
         now = self.api.clock()
-        status = calculate_status(rs, active, len(terminating), error, now)
+        status = calculate_status(rs, active, terminating, error, now)
         updated = self._write_status(rs, status)
         if error is not None:
             raise error

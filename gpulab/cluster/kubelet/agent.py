@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import zlib
 
 from ..api import Api
@@ -25,7 +26,8 @@ from .podworker import PodWorker
 from .settings import load_lifecycle
 
 log = logging.getLogger("gpulab.kubelet")
-_BATCH = 300
+_SLICE = 0.02   # seconds of work per loop callback before other tasks get a turn
+_START_SPREAD = 1.0   # node agents of a large cluster start within this many seconds, not all at once
 
 
 class Kubelet:
@@ -43,7 +45,7 @@ class Kubelet:
         self.agents: dict[str, NodeAgent] = {}
         self.workers: dict[str, PodWorker] = {}
         self._by_node: dict[str, set[str]] = {}
-        self._queue: dict[str, None] = {}
+        self._queue: dict[tuple, object] = {}
         self._dirty: dict[str, None] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._node_timers: dict[str, asyncio.TimerHandle] = {}
@@ -115,18 +117,46 @@ class Kubelet:
                 worker.adopt()
         self._enqueue(uid)
 
+    # --- the work queue ------------------------------------------------------------
+    def _submit(self, key: tuple, work) -> None:
+        """Queue ``work()`` (once per key); the queue is drained a time slice at a time."""
+        self._queue[key] = work
+        if not self._drain_pending:
+            self._drain_pending = True
+            self._loop.call_soon(self._guarded, self._drain)
+
+    def _drain(self) -> None:
+        self._drain_pending = False
+        deadline = time.perf_counter() + _SLICE
+        while self._queue and time.perf_counter() < deadline:
+            key = next(iter(self._queue))
+            work = self._queue.pop(key)
+            try:
+                self._write(work)
+            except Exception:  # noqa: BLE001 - one broken pod or node must not stop the node agent
+                log.exception("kubelet: %s failed", key)
+        if self._queue and not self._drain_pending:
+            self._drain_pending = True
+            self._loop.call_soon(self._guarded, self._drain)
+
     # --- nodes --------------------------------------------------------------------
     def _add_node(self, node: dict) -> None:
         name = node["metadata"]["name"]
-        agent = NodeAgent(self.api, self.recorder, self.lifecycle, self.catalog, node)
-        self.agents[name] = agent
-        self._write(agent.start)
-        interval = self.timings.lease_renew
-        offset = (zlib.crc32(name.encode()) % 1000) / 1000 * interval
-        self._node_timers[name] = self._call_later(offset or interval, self._node_tick, name)
+        self.agents[name] = NodeAgent(self.api, self.recorder, self.lifecycle, self.catalog, node)
+        spread = (zlib.crc32(name.encode()) % 1000) / 1000
+        self._node_timers[name] = self._call_later(spread * min(_START_SPREAD, self.timings.lease_renew),
+                                                   self._submit, ("start", name), lambda: self._start_node(name, spread))
+
+    def _start_node(self, name: str, spread: float) -> None:
+        agent = self.agents.get(name)
+        if agent is None:
+            return
+        agent.start()
+        self._node_timers[name] = self._call_later(spread * self.timings.lease_renew or self.timings.lease_renew,
+                                                   self._submit, ("tick", name), lambda: self._node_tick(name))
         ready_at = agent.next_network_check(self.api.clock())
         if ready_at is not None:
-            self._call_later(ready_at - self.api.clock(), self._node_status, name)
+            self._call_later(ready_at - self.api.clock(), self._submit, ("status", name), agent.sync_status)
 
     def _remove_node(self, name: str) -> None:
         """The Node object is gone: this kubelet stops; its pods are left to the pod garbage collector."""
@@ -141,48 +171,31 @@ class Kubelet:
                 worker.stop_all(now)
                 self._drop_timer(uid)
 
-    def _node_status(self, name: str) -> None:
-        agent = self.agents.get(name)
-        if agent is not None:
-            self._write(agent.sync_status)
-
     def _node_tick(self, name: str) -> None:
         agent = self.agents.get(name)
         if agent is None:
             return
-        self._write(agent.renew_lease)
-        self._write(agent.sync_status)
-        self._node_timers[name] = self._call_later(self.timings.lease_renew, self._node_tick, name)
+        agent.renew_lease()
+        agent.sync_status()
+        self._node_timers[name] = self._call_later(self.timings.lease_renew, self._submit, ("tick", name),
+                                                   lambda: self._node_tick(name))
 
     # --- pods ---------------------------------------------------------------------
     def workers_on(self, node: str) -> list[PodWorker]:
         return [self.workers[uid] for uid in self._by_node.get(node, ()) if uid in self.workers]
 
     def _enqueue(self, uid: str) -> None:
-        self._queue[uid] = None
-        if not self._drain_pending:
-            self._drain_pending = True
-            self._loop.call_soon(self._guarded, self._drain)
+        self._submit(("pod", uid), lambda: self._sync_pod(uid))
 
-    def _drain(self) -> None:
-        self._drain_pending = False
-        for _ in range(min(_BATCH, len(self._queue))):
-            uid = next(iter(self._queue))
-            del self._queue[uid]
-            worker = self.workers.get(uid)
-            if worker is None:
-                continue
-            try:
-                self._write(worker.sync, self.api.clock())
-            except Exception:  # noqa: BLE001
-                log.exception("kubelet: syncing pod %s/%s failed", worker.namespace, worker.name)
-            if worker.deleted:
-                self._forget(worker)
-            else:
-                self._arm(worker)
-        if self._queue and not self._drain_pending:
-            self._drain_pending = True
-            self._loop.call_soon(self._guarded, self._drain)
+    def _sync_pod(self, uid: str) -> None:
+        worker = self.workers.get(uid)
+        if worker is None:
+            return
+        worker.sync(self.api.clock())
+        if worker.deleted:
+            self._forget(worker)
+        else:
+            self._arm(worker)
 
     def _arm(self, worker: PodWorker) -> None:
         self._drop_timer(worker.uid)
@@ -218,7 +231,8 @@ class Kubelet:
     def _flush(self) -> None:
         self._flush_pending = False
         now = self.api.clock()
-        for _ in range(min(_BATCH, len(self._dirty))):
+        deadline = time.perf_counter() + _SLICE
+        while self._dirty and time.perf_counter() < deadline:
             uid = next(iter(self._dirty))
             del self._dirty[uid]
             worker = self.workers.get(uid)

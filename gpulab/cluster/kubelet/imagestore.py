@@ -33,6 +33,7 @@ class ImageStore:
     def __init__(self, catalog: Catalog, status_images: list[dict] | None = None):
         self._images: dict[str, StoredImage] = {}
         self._busy_until = 0.0
+        self._fetched_by: dict[str, float] = {}   # image -> when its first pull completes
         for image, tag in catalog.preloaded():
             self._put(image.repository, tag, image.size)
         for entry in status_images or ():
@@ -56,10 +57,15 @@ class ImageStore:
     def add(self, ref: ImageReference, size: int) -> StoredImage:
         return self._put(ref.repository, ref.tag or "latest", size)
 
-    def pull_slot(self, now: float, duration: float) -> tuple[float, float]:
-        """(start, end) of a pull of ``duration`` queued behind the node's other pulls."""
+    def pull_slot(self, ref: ImageReference, now: float, duration: float, cached: float) -> tuple[float, float]:
+        """(start, end) of a pull queued behind the node's other pulls: ``duration``, or ``cached`` when an
+        earlier pull of the same image will have fetched its layers by the time this one starts."""
+        key = f"{ref.repository}:{ref.tag or 'latest'}"
         start = max(now, self._busy_until)
+        if self._fetched_by.get(key, float("inf")) <= start or key in self._images:
+            duration = cached
         self._busy_until = start + duration
+        self._fetched_by.setdefault(key, self._busy_until)
         return start, self._busy_until
 
     def status(self) -> list[dict]:

@@ -62,15 +62,17 @@ class NodeAgent:
         self.host_ip = next((a["address"] for a in status.get("addresses") or () if a.get("type") == "InternalIP"), "")
         self.addresses = PodAddresses((node.get("spec") or {}).get("podCIDR"))
         self.images = ImageStore(catalog, status.get("images"))
-        now = api.clock()
-        fresh = not any(c.get("type") == "Ready" for c in status.get("conditions") or ())
-        self.network_ready_at = now + lifecycle.timings.network_ready if fresh else now
+        # A node that never reported Ready is new: its pod network comes up shortly after the kubelet starts.
+        self._fresh = not any(c.get("type") == "Ready" for c in status.get("conditions") or ())
+        self.network_ready_at = 0.0
         self._last_report = float("-inf")
         self._reported: object = None
 
     # --- start -----------------------------------------------------------
     def start(self) -> None:
         """What a starting kubelet does: announce itself, then post its status."""
+        now = self.api.clock()
+        self.network_ready_at = now + self.lifecycle.timings.network_ready if self._fresh else now
         self.recorder.node(self.name, "Normal", "Starting", "Starting kubelet.")
         self.recorder.node(self.name, "Normal", "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods")
         self.sync_status(force=True)

@@ -435,7 +435,8 @@ class PodWorker:
             outcome, duration = None, self.k.timings.pull_seconds(resolved.size)
         except PullError as exc:
             resolved, outcome, duration = None, str(exc), self.k.timings.pull_failure
-        start, end = self.node.images.pull_slot(now, duration)
+        cached = self.k.timings.pull_latency * self.k.timings.scale if outcome is None else duration
+        start, end = self.node.images.pull_slot(ref, now, duration, cached)
         run.op, run.op_until = "pull", end
         run.op_data = {"ref": ref, "image": resolved, "error": outcome, "requested": now, "started": start,
                        "ends": end, "key": key}

@@ -289,10 +289,6 @@ class SchedulerCache:
             self._count_priority(removed.priority, -1)
         return removed
 
-    def pods_on(self, node_name: str) -> list[PodInfo]:
-        info = self.nodes.get(node_name)
-        return list(info.pods.values()) if info is not None else list(self._orphans.get(node_name, {}).values())
-
     def all_pods(self):
         for info in self.nodes.values():
             yield from info.pods.values()

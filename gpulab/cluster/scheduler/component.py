@@ -30,6 +30,7 @@ PLUGINS_PROFILE = Profile("scheduler-plugins-scheduler", coscheduling=True, allo
                           permit_waiting_seconds=10.0)
 _CRDS = "customresourcedefinitions.apiextensions.k8s.io"
 _MAX_IDLE_WAIT = 1.0
+_SYNC_BATCH = 256  # objects loaded between yields to the event loop
 
 
 class Scheduler:
@@ -52,28 +53,30 @@ class Scheduler:
         if self._wake is not None:
             self._wake.set()
 
-    def _start_plugins_scheduler(self) -> None:
+    async def _start_plugins_scheduler(self) -> None:
         if len(self.profiles) > 1 or not self._podgroups_served():
             return
         second = ProfileScheduler(self.api, PLUGINS_PROFILE)
-        self._attach(second)
         self.profiles.append(second)
+        await self._attach(second)
         self._controller = asyncio.create_task(PodGroupStatusController(self.api).run(),
                                                name="scheduler-plugins-controller")
         log.info("PodGroup CRD served: started %s", PLUGINS_PROFILE.name)
 
-    def _attach(self, profile: ProfileScheduler) -> None:
+    async def _attach(self, profile: ProfileScheduler) -> None:
         profile.queue.on_ready = self._wake.set
-        profile.start()
+        for i, _ in enumerate(profile.initial_sync()):
+            if i % _SYNC_BATCH == _SYNC_BATCH - 1:
+                await asyncio.sleep(0)
 
     async def run(self) -> None:
         self._wake = asyncio.Event()
         for profile in self.profiles:
-            self._attach(profile)
+            await self._attach(profile)
         self.api.subscribe(_CRDS, self._on_crd)
         try:
             while True:
-                self._start_plugins_scheduler()
+                await self._start_plugins_scheduler()
                 worked = False
                 for profile in list(self.profiles):
                     try:

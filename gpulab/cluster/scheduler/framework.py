@@ -52,6 +52,10 @@ class Diagnosis:
         """Nodes ``members`` (restricted to ``allowed``, or to its complement when ``outside``) got ``status``."""
         self.rejections.append((status, members, allowed, outside))
 
+    def freeze(self) -> None:
+        """Copy the node groups out of the cache, which PostFilter plugins (preemption) may change."""
+        self.rejections = [(status, frozenset(names), None, False) for status, names in self.groups()]
+
     def groups(self):
         for status, members, allowed, outside in self.rejections:
             if allowed is None:

@@ -17,6 +17,7 @@ gets the same effect from its snapshot).
 from __future__ import annotations
 
 import logging
+from typing import Iterator
 
 from ..errors import ApiError
 from ..objects import rfc3339
@@ -71,23 +72,36 @@ class ProfileScheduler:
         sort_key = self.coscheduling.sort_key if self.coscheduling else prioritysort.sort_key
         self.queue = SchedulingQueue(sort_key, self.clock, self._pre_enqueue)
         self.waiting: dict[str, WaitingPod] = {}
-        self.started = False
 
     def clock(self) -> float:
         return self.api.clock()
 
     # --- informers ----------------------------------------------------------
     def start(self) -> None:
-        """Subscribe to changes, then load the current nodes and pods (the informers' initial list)."""
+        for _ in self.initial_sync():
+            pass
+
+    def initial_sync(self) -> Iterator[None]:
+        """Subscribe to changes, then load the current nodes and pods (the informers' initial list).
+
+        A generator, so the component can yield to the event loop while thousands of pods load; each listed
+        object is re-read, as a change notification may already have brought a newer version or its deletion.
+        """
         self.api.subscribe("nodes", self.on_node)
         self.api.subscribe("pods", self.on_pod)
         if self.coscheduling:
             self.api.subscribe(PODGROUPS, self.on_pod_group)
-        for node in self.api.store.list("nodes"):
-            self.on_node("ADDED", node, None)
-        for pod in self.api.store.list("pods"):
-            self.on_pod("ADDED", pod, None)
-        self.started = True
+        for listed in self.api.list("nodes"):
+            node = self.api.try_get("nodes", listed["metadata"]["name"])
+            if node is not None:
+                self.on_node("ADDED", node, None)
+            yield
+        for listed in self.api.list("pods"):
+            meta = listed["metadata"]
+            pod = self.api.try_get("pods", meta["name"], meta.get("namespace"))
+            if pod is not None and pod["metadata"].get("uid") == meta.get("uid"):
+                self.on_pod("ADDED", pod, None)
+            yield
 
     def stop(self) -> None:
         self.api.unsubscribe("nodes", self.on_node)
@@ -191,7 +205,13 @@ class ProfileScheduler:
         qpi = self.queue.pop()
         if qpi is None:
             return False
-        self.schedule_one(qpi)
+        try:
+            self.schedule_one(qpi)
+        except Exception:  # noqa: BLE001 - a bug in one cycle must not lose the pod
+            log.exception("%s: scheduling %s failed", self.profile.name, qpi.info.key)
+            if self.cache.is_assumed(qpi.uid):
+                self.cache.remove_pod(qpi.uid)
+            self.queue.requeue_unschedulable(qpi, set(), self._hint, error=True)
         return True
 
     def schedule_one(self, qpi: QueuedPodInfo) -> None:
@@ -244,6 +264,7 @@ class ProfileScheduler:
     def _unschedulable(self, qpi: QueuedPodInfo, diagnosis: Diagnosis, pre: Status | None) -> None:
         """FitError: run the PostFilter plugins, then handle the failure."""
         pod = qpi.info
+        diagnosis.freeze()
         messages: list[str] = [dynamicresources.post_filter(pod).message]
         nominated: str | None = None
         outcome = preemption.preempt(self.cache, pod, diagnosis, self._pdbs(), self.clock())

@@ -11,8 +11,6 @@ instead of one label comparison per node.
 """
 from __future__ import annotations
 
-from typing import Iterable
-
 
 def _int64(text: str) -> int | None:
     try:
@@ -211,9 +209,3 @@ class LabelIndex:
             out &= union
         result = self._cache[selector.signature] = frozenset(out)
         return result
-
-    def labels(self, name: str) -> dict:
-        return self._labels.get(name, {})
-
-    def names(self) -> Iterable[str]:
-        return self.all

@@ -54,10 +54,6 @@ class PodInfo:
         return PodInfo(pod)
 
     @property
-    def phase(self) -> str:
-        return (self.pod.get("status") or {}).get("phase", "")
-
-    @property
     def nominated_node(self) -> str:
         return (self.pod.get("status") or {}).get("nominatedNodeName") or ""
 

@@ -62,15 +62,6 @@ class QueuedPodInfo:
         return self.timestamp + duration
 
 
-def pod_updated(old: dict, new: dict) -> bool:
-    """isPodUpdated: a change beyond resourceVersion, generation, status, managedFields and finalizers."""
-    def strip(pod: dict) -> dict:
-        meta = {k: v for k, v in pod["metadata"].items()
-                if k not in ("resourceVersion", "generation", "managedFields", "finalizers")}
-        return {**{k: v for k, v in pod.items() if k not in ("status", "metadata")}, "metadata": meta}
-    return strip(old) != strip(new)
-
-
 class SchedulingQueue:
     def __init__(self, sort_key: Callable[[QueuedPodInfo], tuple], clock: Callable[[], float],
                  pre_enqueue: Callable[[PodInfo], object | None]):
@@ -99,9 +90,6 @@ class SchedulingQueue:
     def __len__(self) -> int:
         return len(self._pods)
 
-    def pending(self) -> list[QueuedPodInfo]:
-        return list(self._pods.values())
-
     def add(self, info: PodInfo) -> None:
         qpi = self._pods.get(info.uid)
         if qpi is not None:
@@ -111,13 +99,15 @@ class SchedulingQueue:
         self._enqueue(qpi)
 
     def update(self, info: PodInfo) -> None:
+        """A newer version of a queued pod. A new PodInfo means its requests, tolerations, node constraints,
+        labels or priority changed, which may make an unschedulable pod fit."""
         qpi = self._pods.get(info.uid)
         if qpi is None:
             self.add(info)
             return
-        old = qpi.info.pod
+        relevant = info is not qpi.info
         qpi.info = info
-        if qpi.state == UNSCHEDULABLE and (qpi.gated_by is not None or pod_updated(old, info.pod)):
+        if qpi.state == UNSCHEDULABLE and (qpi.gated_by is not None or relevant):
             self._leave_unschedulable(qpi)
             self._enqueue(qpi, backoff_if_due=qpi.gated_by is None)
 
@@ -254,7 +244,3 @@ class SchedulingQueue:
         """When a pod waiting in error backoff becomes ready, or the next periodic flush is due."""
         due = self.last_flush + FLUSH_UNSCHEDULABLE_INTERVAL
         return min(due, self._error_backoff[0][0]) if self._error_backoff else due
-
-    def state_of(self, uid: str) -> str:
-        qpi = self._pods.get(uid)
-        return qpi.state if qpi is not None else ""

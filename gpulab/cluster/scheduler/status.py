@@ -16,8 +16,6 @@ SUCCESS = 0
 ERROR = 1
 UNSCHEDULABLE = 2
 UNSCHEDULABLE_AND_UNRESOLVABLE = 3
-WAIT = 4
-SKIP = 5
 
 NO_NODE_AVAILABLE = "0/{} nodes are available"
 NO_NODES_AVAILABLE_ERROR = "no nodes available to schedule pods"  # schedule_one.go ErrNoNodesAvailable

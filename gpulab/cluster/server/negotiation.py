@@ -8,6 +8,7 @@ staging/src/k8s.io/apiserver/pkg/endpoints/handlers/negotiation.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import orjson
@@ -110,11 +111,67 @@ def _json(raw: bytes, *, patch: bool = False):
                           "couldn't get version/kind; json parse error: unexpected end of JSON input")
     try:
         return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        where = f" at offset {exc.pos}" if getattr(exc, "pos", None) is not None else ""
+    except orjson.JSONDecodeError:
+        message = go_json_error(raw)
         if patch:
-            raise bad_request(f"error decoding patch: invalid character{where}: {exc.msg}") from None
-        raise bad_request(f"couldn't get version/kind; json parse error: {exc.msg}{where}") from None
+            raise bad_request(f"error decoding patch: {message}") from None
+        raise bad_request(f"couldn't get version/kind; json parse error: {message}") from None
+
+
+def go_json_error(raw: bytes) -> str:
+    """The message Go's encoding/json gives for a malformed document (scanner.go), from Python's diagnosis."""
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        pos, msg = exc.pos, exc.msg
+    else:  # orjson refused something json accepts (e.g. NaN): Go refuses it too, as a value
+        return "invalid character 'N' looking for beginning of value"
+    if pos >= len(text.rstrip()) or msg.startswith("Unterminated string"):
+        return "unexpected end of JSON input"
+    char = _go_quote_char(text[pos])
+    if msg.startswith("Expecting property name"):
+        return f"invalid character {char} looking for beginning of object key string"
+    if msg == "Expecting ':' delimiter":
+        return f"invalid character {char} after object key"
+    if msg == "Expecting ',' delimiter":
+        where = "after array element" if _container_at(text, pos) == "[" else "after object key:value pair"
+        return f"invalid character {char} {where}"
+    if msg.startswith("Invalid control character"):
+        return f"invalid character {char} in string literal"
+    if msg == "Extra data":
+        return f"invalid character {char} after top-level value"
+    return f"invalid character {char} looking for beginning of value"
+
+
+def _container_at(text: str, pos: int) -> str | None:
+    """The innermost open bracket before ``pos``, ignoring brackets inside strings."""
+    stack, in_string, escaped = [], False, False
+    for ch in text[:pos]:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            stack.append(ch)
+        elif ch in "]}" and stack:
+            stack.pop()
+    return stack[-1] if stack else None
+
+
+def _go_quote_char(ch: str) -> str:
+    """Go's quoteChar: 'x', with \\' and \" special-cased and other characters strconv.Quote'd."""
+    if ch == "'":
+        return "'\\''"
+    if ch == '"':
+        return "'\"'"
+    quoted = json.dumps(ch)[1:-1]
+    return f"'{quoted}'"
 
 
 def _yaml(raw: bytes):

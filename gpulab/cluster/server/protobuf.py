@@ -122,9 +122,10 @@ def _absent(f: _Field):
     return _OMIT if f.omitempty else _SCALAR_ZERO[f.type]
 
 
-def _synthetic(go: str, *fields: tuple[str, int, str, str]) -> _Message:
-    return _Message(go, go, [{"name": n, "number": num, "type": t, "go": g, "omitempty": True}
-                             for n, num, t, g in fields])
+def _synthetic(go: str, *fields: tuple) -> _Message:
+    """A message read only for its values (never written as JSON): (name, number, type, Go name[, repeated])."""
+    return _Message(go, go, [{"name": f[0], "number": f[1], "type": f[2], "go": f[3], "repeated": f[4:] == (True,)}
+                             for f in fields])
 
 
 # Messages of types that marshal by hand (no generated field table): meta/v1 Timestamp (time_proto.go),
@@ -144,7 +145,7 @@ class _Table:
     def __init__(self, path: Path):
         data = orjson.loads(path.read_bytes())
         self.messages = {name: _Message(name, m["go"], m["fields"]) for name, m in data["messages"].items()}
-        for msg in list(self.messages.values()):
+        for msg in self.messages.values():
             for f in msg.fields:
                 self._resolve(msg, f)
         for msg in self.messages.values():
@@ -163,8 +164,7 @@ class _Table:
         if value_type == "message":
             f.sub = self.messages[f.message]
         elif value_type == "list":
-            f.sub = _synthetic(f.message, ("items", 1, "string", "Items"))
-            f.sub.fields[0].repeated = True
+            f.sub = _synthetic(f.message, ("items", 1, "string", "Items", True))
 
     def _zero_json(self, msg: _Message) -> bytes:
         """The JSON of the Go zero value of a message."""

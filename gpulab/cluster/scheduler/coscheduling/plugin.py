@@ -57,7 +57,8 @@ class Coscheduling:
 
     def siblings(self, pod: PodInfo) -> list[dict]:
         """The group's non-terminal pods in the pod's namespace, as the scheduler's pod lister sees them."""
-        return [p for p in self.handle.api.list("pods", pod.namespace, label_selector=f"{POD_GROUP_LABEL}={pod.pod_group}")
+        selector = f"{POD_GROUP_LABEL}={pod.pod_group}"
+        return [p for p in self.handle.api.list("pods", pod.namespace, label_selector=selector)
                 if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
 
     def assigned(self, pg_name: str, namespace: str, excluding: str = "") -> int:

@@ -1,0 +1,266 @@
+"""`gpulab install gpu-operator` on the default topology, seen through the real kubectl.
+
+One embedded cluster for the module: install, the operator reaching ``ready``,
+GFD labels and ``nvidia.com/gpu`` on the H100 and A100 nodes, the seed's
+infer-worker landing on the H100 node, ``nvidia-smi`` in a GPU pod, time-slicing
+(replicas, ``-SHARED``, admission refusal), then uninstall taking capacity and
+labels away. Upstream sources: docs/fidelity/gpustack.md.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from .conftest import ROOT, start_cluster, stop_cluster
+
+H100_NODE = "gpulab-worker2"
+A100_NODE = "gpulab-worker3"
+pytestmark = pytest.mark.slow
+
+
+def wait_for(check, timeout: float = 60, interval: float = 0.5, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    old = os.environ.get("GPULAB_DEVICE_PLUGIN_STOP_GRACE")
+    os.environ["GPULAB_DEVICE_PLUGIN_STOP_GRACE"] = "3"   # the kubelet's 5 minutes, shortened for the test
+    try:
+        c = start_cluster(tmp_path_factory.mktemp("gpustack-install"))
+    finally:
+        if old is None:
+            os.environ.pop("GPULAB_DEVICE_PLUGIN_STOP_GRACE")
+        else:
+            os.environ["GPULAB_DEVICE_PLUGIN_STOP_GRACE"] = old
+    yield c
+    stop_cluster(c)
+
+
+@pytest.fixture(scope="module")
+def installed(cluster):
+    out = cluster.gpulab("install", "gpu-operator", timeout=180)
+    return out
+
+
+def node(cluster, name: str) -> dict:
+    return json.loads(cluster.kubectl("get", "node", name, "-o", "json").stdout)
+
+
+def allocatable(cluster, name: str, resource: str = "nvidia.com/gpu") -> str | None:
+    return node(cluster, name)["status"]["allocatable"].get(resource)
+
+
+def apply(cluster, manifest: str) -> None:
+    cluster.kubectl("apply", "-f", "-", input=manifest)
+
+
+def gpu_pod(name: str, command: str, resource: str = "nvidia.com/gpu", count: int = 1,
+            node_name: str = H100_NODE) -> str:
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  restartPolicy: Never
+  nodeSelector: {{kubernetes.io/hostname: {node_name}}}
+  containers:
+  - name: main
+    image: nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04
+    command: [{command}]
+    resources: {{limits: {{{resource}: "{count}"}}}}
+"""
+
+
+def pod_phase(cluster, name: str) -> str:
+    return cluster.kubectl("get", "pod", name, "-o", "jsonpath={.status.phase}", check=False).stdout
+
+
+def test_install_prints_the_helm_summary(installed):
+    lines = installed.stdout.splitlines()
+    assert lines[0] == "NAME: gpu-operator"
+    assert lines[1].startswith("LAST DEPLOYED: ")
+    assert lines[2:] == ["NAMESPACE: gpu-operator", "STATUS: deployed", "REVISION: 1", "TEST SUITE: None"]
+
+
+def test_cluster_policy_becomes_ready_and_gpu_nodes_are_advertised(cluster, installed):
+    wait_for(lambda: allocatable(cluster, H100_NODE) == "8" and allocatable(cluster, A100_NODE) == "4",
+             timeout=90, what="nvidia.com/gpu allocatable on both GPU nodes")
+    wait_for(lambda: cluster.kubectl("get", "clusterpolicy", "cluster-policy", "-o",
+                                     "jsonpath={.status.state}").stdout == "ready", timeout=60, what="ready")
+    table = cluster.kubectl("get", "clusterpolicy").stdout.splitlines()
+    assert table[0].split() == ["NAME", "STATUS", "AGE"]
+    assert table[1].split()[:2] == ["cluster-policy", "ready"]
+    h100 = node(cluster, H100_NODE)["metadata"]["labels"]
+    assert {k: h100[k] for k in ("nvidia.com/gpu.product", "nvidia.com/gpu.count", "nvidia.com/gpu.memory",
+                                 "nvidia.com/gpu.family", "nvidia.com/gpu.compute.major",
+                                 "nvidia.com/gpu.present", "nvidia.com/mig.capable", "nvidia.com/mig.config",
+                                 "nvidia.com/mig.config.state", "feature.node.kubernetes.io/pci-10de.present",
+                                 "nvidia.com/gpu.deploy.device-plugin", "nvidia.com/cuda.driver-version.full")} == {
+        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8",
+        "nvidia.com/gpu.memory": "81559", "nvidia.com/gpu.family": "hopper", "nvidia.com/gpu.compute.major": "9",
+        "nvidia.com/gpu.present": "true", "nvidia.com/mig.capable": "true", "nvidia.com/mig.config": "all-disabled",
+        "nvidia.com/mig.config.state": "success", "feature.node.kubernetes.io/pci-10de.present": "true",
+        "nvidia.com/gpu.deploy.device-plugin": "true", "nvidia.com/cuda.driver-version.full": "580.105.08"}
+    a100 = node(cluster, A100_NODE)["metadata"]["labels"]
+    assert (a100["nvidia.com/gpu.product"], a100["nvidia.com/gpu.memory"], a100["nvidia.com/gpu.family"]) == (
+        "NVIDIA-A100-SXM4-40GB", "40960", "ampere")
+    cpu = node(cluster, "gpulab-worker")["metadata"]["labels"]
+    assert "nvidia.com/gpu.present" not in cpu and "nvidia.com/gpu" not in node(cluster, "gpulab-worker")[
+        "status"]["allocatable"]
+
+
+def test_operand_pods_look_like_a_real_cluster(cluster, installed):
+    wait_for(lambda: "Completed" in cluster.kubectl("get", "pods", "-n", "gpu-operator").stdout, timeout=60,
+             what="the cuda validator to complete")
+    rows = [line.split() for line in cluster.kubectl("get", "pods", "-n", "gpu-operator").stdout.splitlines()[1:]]
+    by_prefix = {}
+    for name, ready, status, *_ in rows:
+        by_prefix.setdefault(name.rsplit("-", 1)[0], []).append(status)
+    assert by_prefix["nvidia-cuda-validator"] == ["Completed", "Completed"]
+    for daemonset in ("nvidia-driver-daemonset", "nvidia-device-plugin-daemonset", "gpu-feature-discovery",
+                      "nvidia-operator-validator", "nvidia-mig-manager", "nvidia-container-toolkit-daemonset",
+                      "nvidia-dcgm-exporter"):
+        assert by_prefix[daemonset] == ["Running", "Running"], daemonset
+    spec = json.loads(cluster.kubectl("get", "ds", "-n", "gpu-operator", "nvidia-device-plugin-daemonset",
+                                      "-o", "json").stdout)["spec"]["template"]["spec"]
+    assert spec["nodeSelector"] == {"nvidia.com/gpu.deploy.device-plugin": "true"}
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+
+
+def test_seed_infer_worker_lands_on_the_h100_node(cluster, installed):
+    wait_for(lambda: allocatable(cluster, H100_NODE) == "8", timeout=90, what="H100 capacity")
+    cluster.kubectl("apply", "-f", str(ROOT / "course" / "manifests" / "infer-worker.yaml"))
+    bound = wait_for(lambda: cluster.kubectl("get", "pod", "infer-worker", "-o",
+                                             "jsonpath={.spec.nodeName}").stdout, what="binding")
+    assert bound == H100_NODE
+    notes = wait_for(lambda: json.loads(cluster.kubectl("get", "pod", "infer-worker", "-o", "json").stdout)[
+        "metadata"].get("annotations", {}).get("gpulab.dev/device-allocation"), what="allocation")
+    devices = json.loads(notes)["containers"]["infer"]["devices"]["nvidia.com/gpu"]
+    assert len(devices) == 1 and devices[0].startswith("GPU-")
+    cluster.kubectl("delete", "pod", "infer-worker", "--wait=false")
+
+
+def test_nvidia_smi_in_an_exclusive_pod(cluster, installed):
+    wait_for(lambda: allocatable(cluster, H100_NODE) == "8", timeout=90, what="H100 capacity")
+    apply(cluster, gpu_pod("smi-exclusive", "nvidia-smi"))
+    wait_for(lambda: pod_phase(cluster, "smi-exclusive") == "Succeeded", what="nvidia-smi to finish")
+    out = cluster.kubectl("logs", "smi-exclusive").stdout.splitlines()
+    assert out[1] == "+" + "-" * 89 + "+"
+    assert out[2] == ("| NVIDIA-SMI 580.105.08             Driver Version: 580.105.08     CUDA Version: 13.0     |")
+    assert "NVIDIA H100 80GB HBM3" in out[7] and out[8].endswith("|       0MiB /  81559MiB |      0%      Default |")
+    assert sum(1 for line in out if "NVIDIA H100 80GB HBM3" in line) == 1
+    latency = json.loads(cluster.kubectl("get", "pod", "smi-exclusive", "-o",
+                                         "jsonpath={.metadata.annotations.gpulab\\.dev/expected-latency}").stdout)
+    assert latency["mode"] == "exclusive" and latency["p99_ms"] > latency["p50_ms"] > 0
+    cluster.kubectl("delete", "pod", "smi-exclusive", "--wait=false")
+
+
+TIME_SLICING = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: time-slicing-config, namespace: gpu-operator}
+data:
+  any: |-
+    version: v1
+    flags:
+      migStrategy: none
+    sharing:
+      timeSlicing:
+        resources:
+        - name: nvidia.com/gpu
+          replicas: 4
+  strict: |-
+    version: v1
+    sharing:
+      timeSlicing:
+        renameByDefault: true
+        failRequestsGreaterThanOne: true
+        resources:
+        - name: nvidia.com/gpu
+          replicas: 4
+"""
+
+
+def test_time_slicing_with_four_replicas(cluster, installed):
+    wait_for(lambda: allocatable(cluster, H100_NODE) == "8", timeout=90, what="H100 capacity")
+    apply(cluster, TIME_SLICING)
+    cluster.kubectl("patch", "clusterpolicies.nvidia.com/cluster-policy", "-n", "gpu-operator", "--type", "merge",
+                    "-p", '{"spec":{"devicePlugin":{"config":{"name":"time-slicing-config","default":"any"}}}}')
+    wait_for(lambda: allocatable(cluster, H100_NODE) == "32", timeout=90, what="32 time-sliced GPUs")
+    labels = wait_for(lambda: (lambda l: l if l.get("nvidia.com/gpu.product", "").endswith("-SHARED") else None)(
+        node(cluster, H100_NODE)["metadata"]["labels"]), what="-SHARED product label")
+    assert (labels["nvidia.com/gpu.product"], labels["nvidia.com/gpu.replicas"],
+            labels["nvidia.com/gpu.sharing-strategy"]) == ("NVIDIA-H100-80GB-HBM3-SHARED", "4", "time-slicing")
+    assert allocatable(cluster, A100_NODE) == "16"
+
+    apply(cluster, gpu_pod("smi-shared", "nvidia-smi"))
+    wait_for(lambda: pod_phase(cluster, "smi-shared") == "Succeeded", what="nvidia-smi to finish")
+    out = cluster.kubectl("logs", "smi-shared").stdout
+    assert out.count("NVIDIA H100 80GB HBM3") == 1 and "0MiB /  81559MiB" in out   # a whole GPU
+    notes = json.loads(cluster.kubectl("get", "pod", "smi-shared", "-o", "json").stdout)["metadata"]["annotations"]
+    device = json.loads(notes["gpulab.dev/device-allocation"])["containers"]["main"]["devices"]["nvidia.com/gpu"][0]
+    assert device.startswith("GPU-") and device.rsplit("::", 1)[1].isdigit()
+    assert json.loads(notes["gpulab.dev/expected-latency"])["mode"] == "time-slicing"
+
+
+def test_config_edits_need_a_rollout_restart_and_the_node_label_picks_a_config(cluster, installed):
+    wait_for(lambda: allocatable(cluster, H100_NODE) == "32", timeout=90, what="32 time-sliced GPUs")
+    cluster.kubectl("label", "node", H100_NODE, "nvidia.com/device-plugin.config=strict")
+    wait_for(lambda: allocatable(cluster, H100_NODE, "nvidia.com/gpu.shared") == "32", timeout=60,
+             what="renameByDefault: nvidia.com/gpu.shared")
+    assert allocatable(cluster, H100_NODE) in ("0", None)   # unhealthy, then gone after the grace period
+    labels = node(cluster, H100_NODE)["metadata"]["labels"]
+    assert labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"      # renamed: no -SHARED suffix
+
+    apply(cluster, gpu_pod("greedy", "nvidia-smi", resource="nvidia.com/gpu.shared", count=2))
+    wait_for(lambda: pod_phase(cluster, "greedy") == "Failed", what="admission refusal")
+    status = json.loads(cluster.kubectl("get", "pod", "greedy", "-o", "json").stdout)["status"]
+    assert status["reason"] == "UnexpectedAdmissionError"
+    assert status["message"] == (
+        'Allocate failed due to rpc error: code = Unknown desc = invalid allocation request for '
+        '"nvidia.com/gpu.shared": invalid request: maximum request size for shared resources is 1; found 2, '
+        'which is unexpected')
+
+    cluster.kubectl("label", "node", H100_NODE, "nvidia.com/device-plugin.config-")
+    wait_for(lambda: allocatable(cluster, H100_NODE) == "32", timeout=60, what="back to the default config")
+    edited = TIME_SLICING.replace("replicas: 4\n  strict", "replicas: 2\n  strict")
+    apply(cluster, edited)
+    time.sleep(3)
+    assert allocatable(cluster, H100_NODE) == "32"       # the running plugin keeps the config it loaded
+    cluster.kubectl("rollout", "restart", "-n", "gpu-operator", "daemonset/nvidia-device-plugin-daemonset")
+    wait_for(lambda: allocatable(cluster, H100_NODE) == "16", timeout=90, what="the edited config after restart")
+
+
+def test_install_errors_are_helms(cluster, installed):
+    again = cluster.gpulab("install", "gpu-operator", check=False)
+    assert again.returncode == 1
+    assert again.stderr.strip() == "Error: INSTALLATION FAILED: cannot re-use a name that is still in use"
+    unknown = cluster.gpulab("install", "gpu-operator", "--name", "other", "--version", "v1.0.0", check=False)
+    assert unknown.stderr.startswith('Error: INSTALLATION FAILED: chart "gpu-operator" version "v1.0.0" not found '
+                                     "in https://helm.ngc.nvidia.com/nvidia repository")
+    typo = cluster.gpulab("install", "gpu-operator", "--name", "other", "--set", "drivr.version=1", check=False)
+    assert 'unknown value "drivr.version"' in typo.stderr and 'did you mean "driver.version"?' in typo.stderr
+
+
+def test_uninstall_removes_capacity_and_labels(cluster, installed):
+    wait_for(lambda: allocatable(cluster, H100_NODE) is not None, timeout=90, what="capacity")
+    out = cluster.gpulab("uninstall", "gpu-operator", timeout=180)
+    assert out.stdout.strip() == 'release "gpu-operator" uninstalled'
+    wait_for(lambda: not any(k.startswith("nvidia.com/") for k in node(cluster, H100_NODE)["status"]["capacity"]),
+             timeout=60, what="nvidia.com resources to leave the node")
+    labels = node(cluster, H100_NODE)["metadata"]["labels"]
+    assert "nvidia.com/gpu.product" not in labels and "feature.node.kubernetes.io/pci-10de.present" not in labels
+    assert cluster.kubectl("get", "clusterpolicy", check=False).stdout == ""
+    missing = cluster.gpulab("uninstall", "gpu-operator", check=False)
+    assert missing.stderr.strip() == "Error: uninstall: Release not loaded: gpu-operator: release: not found"
