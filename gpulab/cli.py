@@ -88,9 +88,14 @@ def _run_cluster(args: argparse.Namespace) -> int:
 # name -> (module, function that adds the subparser); modules are imported lazily.
 COMMANDS: dict[str, tuple[str, str]] = {
     "install": ("gpulab.gpustack.cli", "add_install"),
+    "install coscheduling": ("gpulab.addons.coscheduling", "extend_install"),  # after "install": wraps it
     "upgrade": ("gpulab.gpustack.cli", "add_upgrade"),
     "uninstall": ("gpulab.gpustack.cli", "add_uninstall"),
     "gpustack": ("gpulab.gpustack.cli", "add_gpustack"),
+    "lab": ("gpulab.labs.cli", "add_lab"),
+    "kind": ("gpulab.setup.cli", "add_kind"),
+    "doctor": ("gpulab.setup.cli", "add_doctor"),
+    "probe": ("gpulab.probe.cli", "add_probe"),
 }
 
 

@@ -158,7 +158,7 @@ def test_nvidia_smi_in_an_exclusive_pod(cluster, installed):
     out = cluster.kubectl("logs", "smi-exclusive").stdout.splitlines()
     assert out[1] == "+" + "-" * 89 + "+"
     assert out[2] == ("| NVIDIA-SMI 580.105.08             Driver Version: 580.105.08     CUDA Version: 13.0     |")
-    assert "NVIDIA H100 80GB HBM3" in out[7] and out[8].endswith("|       0MiB /  81559MiB |      0%      Default |")
+    assert "NVIDIA H100 80GB HBM3" in out[8] and out[9].endswith("|       0MiB /  81559MiB |      0%      Default |")
     assert sum(1 for line in out if "NVIDIA H100 80GB HBM3" in line) == 1
     latency = json.loads(cluster.kubectl("get", "pod", "smi-exclusive", "-o",
                                          "jsonpath={.metadata.annotations.gpulab\\.dev/expected-latency}").stdout)
@@ -202,7 +202,7 @@ def test_time_slicing_with_four_replicas(cluster, installed):
         node(cluster, H100_NODE)["metadata"]["labels"]), what="-SHARED product label")
     assert (labels["nvidia.com/gpu.product"], labels["nvidia.com/gpu.replicas"],
             labels["nvidia.com/gpu.sharing-strategy"]) == ("NVIDIA-H100-80GB-HBM3-SHARED", "4", "time-slicing")
-    assert allocatable(cluster, A100_NODE) == "16"
+    wait_for(lambda: allocatable(cluster, A100_NODE) == "16", what="16 time-sliced A100s")
 
     apply(cluster, gpu_pod("smi-shared", "nvidia-smi"))
     wait_for(lambda: pod_phase(cluster, "smi-shared") == "Succeeded", what="nvidia-smi to finish")
@@ -228,7 +228,7 @@ def test_config_edits_need_a_rollout_restart_and_the_node_label_picks_a_config(c
     status = json.loads(cluster.kubectl("get", "pod", "greedy", "-o", "json").stdout)["status"]
     assert status["reason"] == "UnexpectedAdmissionError"
     assert status["message"] == (
-        'Allocate failed due to rpc error: code = Unknown desc = invalid allocation request for '
+        'Pod was rejected: Allocate failed due to rpc error: code = Unknown desc = invalid allocation request for '
         '"nvidia.com/gpu.shared": invalid request: maximum request size for shared resources is 1; found 2, '
         'which is unexpected')
 

@@ -42,7 +42,8 @@ DEFAULT_NAMESPACE = "scheduler-plugins"
 CHART_VERSION = "v0.35.7"
 CRD_NAME = "podgroups.scheduling.x-k8s.io"
 SCHEDULER = "scheduler-plugins-scheduler"
-_CRD_FILE = "cluster/crds/scheduling.x-k8s.io_podgroups.yaml"
+# The chart's CRD, shipped with the embedded cluster's data; read as a file, so gpulab.cluster is not imported.
+_CRD_FILE = Path(__file__).resolve().parent.parent / "cluster" / "crds" / "scheduling.x-k8s.io_podgroups.yaml"
 _POLL_SECONDS = 0.5
 
 
@@ -51,8 +52,8 @@ class InstallError(RuntimeError):
 
 
 def podgroup_crd() -> dict:
-    """The PodGroup CRD as the chart ships it (read as package data; ``gpulab.cluster`` is not imported)."""
-    text = resources.files("gpulab").joinpath(_CRD_FILE).read_text(encoding="utf-8")
+    """The PodGroup CRD as the chart ships it."""
+    text = _CRD_FILE.read_text(encoding="utf-8")
     return next(doc for doc in yaml.safe_load_all(text) if doc)
 
 

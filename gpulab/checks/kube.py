@@ -140,21 +140,24 @@ def owned_by(obj: dict, uid: str) -> bool:
 
 # --- the scheduler's FailedScheduling message (pkg/scheduler/framework/types.go, FitError.Error) -----------
 
-_FIT_ERROR = re.compile(r"^0/(?P<nodes>\d+) nodes are available: (?P<reasons>.*?)\.(?: preemption: .*)?$", re.S)
+_FIT_ERROR = re.compile(r"^0/\d+ nodes are available: ")
 _COUNTED = re.compile(r"^(?P<count>\d+) (?P<reason>.+)$")
 
 
 def scheduler_reasons(message: str) -> dict[str, int]:
-    """``{"node(s) had untolerated taint(s)": 3, ...}`` from ``0/N nodes are available: 3 ..., 1 ....``.
+    """``{"node(s) had untolerated taint(s)": 3, ...}`` from ``0/N nodes are available: 3 ..., 1 .... <postfilter>``.
 
+    The filter reasons end at the first full stop followed by a space (or the
+    end); what follows is the PostFilter plugins' part (``preemption: ...``).
     Entries are ``"<count> <reason>"`` joined by ``", "``; a reason never starts
     with a digit, so a comma followed by a count starts the next entry.
     """
-    match = _FIT_ERROR.match(message.strip())
-    if not match:
+    head = _FIT_ERROR.match(message.strip())
+    if not head:
         return {}
+    text = re.split(r"\.(?: |$)", message.strip()[head.end():], maxsplit=1)[0]
     reasons: dict[str, int] = {}
-    for part in re.split(r", (?=\d+ )", match.group("reasons")):
+    for part in re.split(r", (?=\d+ )", text):
         counted = _COUNTED.match(part.strip())
         if counted:
             reasons[counted.group("reason")] = int(counted.group("count"))

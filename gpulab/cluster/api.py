@@ -325,10 +325,20 @@ class Api:
             meta["namespace"] = ometa.get("namespace", "")
         has_status = "status" in rt.subresources or (rt.crd is not None and "status" in (rt.crd.get("subresources") or {}))
         if subresource == "status":
-            # Only status (and, as upstream allows, labels/annotations? no: metadata is kept) changes.
-            new = {**clone(old), "status": new.get("status")}
+            # The status strategies' PrepareForUpdate: spec comes from the stored object. Built-in kinds keep
+            # the request's labels and annotations (a Deployment keeps its labels); custom resources change only
+            # status (apiextensions-apiserver's statusStrategy).
+            requested = new
+            new = {**clone(old), "status": requested.get("status")}
             if new["status"] is None:
                 new.pop("status")
+            if rt.crd is None:
+                rmeta = requested.get("metadata") or {}
+                for field in ("annotations",) if rt.key == "deployments.apps" else ("labels", "annotations"):
+                    if rmeta.get(field):
+                        new["metadata"][field] = rmeta[field]
+                    else:
+                        new["metadata"].pop(field, None)
             meta = new["metadata"]
             if manager and not managed_done:
                 new = update_managed_fields(old, new, rt, manager=manager, operation=operation,
@@ -610,16 +620,15 @@ class Api:
 
     # --- events -----------------------------------------------------------
     def record_event(self, involved: dict, type_: str, reason: str, message: str, component: str,
-                     host: str | None = None, *, action: str | None = None) -> None:
+                     host: str | None = None, *, action: str | None = None, field_path: str | None = None) -> None:
         """Record an event the way client-go's recorder does: the same event again bumps count and lastTimestamp."""
         meta = involved.get("metadata", {})
         ns = meta.get("namespace") or "default"
         ref = {"kind": involved.get("kind"), "namespace": meta.get("namespace", ""), "name": meta.get("name"),
                "uid": meta.get("uid"), "apiVersion": involved.get("apiVersion"),
-               "resourceVersion": meta.get("resourceVersion")}
-        if not ref["namespace"]:
-            ref.pop("namespace")
-        key = (ref["uid"], ref["kind"], ref["name"], type_, reason, message, component, host)
+               "resourceVersion": meta.get("resourceVersion"), "fieldPath": field_path}
+        ref = {k: v for k, v in ref.items() if v}
+        key = (ref.get("uid"), ref.get("kind"), ref.get("name"), field_path, type_, reason, message, component, host)
         now = self.clock()
         stamp = rfc3339(now)
         existing = self._event_index.get(key)
@@ -707,9 +716,9 @@ def _same_ignoring_managed_time(old: dict, new: dict) -> bool:
 def _deletion_complete(rt: ResourceType, obj: dict) -> bool:
     """Finalizers gone: delete now, unless a pod still waits for its kubelet (grace period not yet confirmed)."""
     if rt.key == "pods":
-        grace = obj["metadata"].get("deletionGracePeriodSeconds")
-        return not grace or not (obj.get("spec") or {}).get("nodeName") or \
-            (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        # A pod on a node goes only once its kubelet confirmed (deleted it with grace 0), even when its
+        # phase is already terminal, so watchers see the final status before DELETED.
+        return not obj["metadata"].get("deletionGracePeriodSeconds")
     if rt.key == "namespaces":
         return not (obj.get("spec") or {}).get("finalizers")
     return True

@@ -19,6 +19,7 @@ from .controllers.replicaset import ReplicaSetController
 from .controllers.serviceaccount import ServiceAccountController
 from .controllers.taint_eviction import TaintEvictionController
 from .controllers.ttlafterfinished import TTLAfterFinishedController
+from .kubelet import Kubelet
 from .scheduler import Scheduler
 
 
@@ -37,4 +38,5 @@ def build(api, config) -> list:
         TaintEvictionController(api),
         PodGCController(api),
         Scheduler(api),
+        Kubelet(api),
     ]

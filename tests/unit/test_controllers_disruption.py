@@ -8,6 +8,7 @@ from gpulab.cluster.controllers.deployment import DeploymentController
 from gpulab.cluster.controllers.disruption import DisruptionController
 from gpulab.cluster.controllers.replicaset import ReplicaSetController
 from gpulab.cluster.errors import ApiError
+from gpulab.cluster.objects import rfc3339
 
 PDB = "poddisruptionbudgets.policy"
 
@@ -84,7 +85,26 @@ async def test_no_matching_pods_and_unmanaged_pods(sim):
     assert unmanaged == ["Pods selected by this PodDisruptionBudget (selector: &LabelSelector{MatchLabels:"
                          "map[string]string{app: web,},MatchExpressions:[]LabelSelectorRequirement{},}) were found "
                          "to be unmanaged. As a result, the status of the PDB cannot be calculated correctly, which "
-                         "may result in undefined behavior. To account for these pods please set \".spec.minAvailable\" "
-                         "field of the PDB to an integer value."]
+                         "may result in undefined behavior. To account for these pods please set "
+                         "\".spec.minAvailable\" field of the PDB to an integer value."]
     assert sim.events(kind="PodDisruptionBudget")[0][0] == "NoPods"
     assert all(e["source"]["component"] == "controllermanager" for e in sim.api.list("events", "default"))
+
+
+@simulated
+async def test_back_to_back_evictions_spend_the_budget_before_the_controller_recounts(sim):
+    await start(sim)
+    sim.api.create(PDB, pdb("web-pdb", minAvailable=2), "default")
+    await sim.settle()
+    first, second, _ = sim.pods()
+    sim.api.evict("default", first["metadata"]["name"])
+    status = sim.api.get(PDB, "web-pdb", "default")["status"]
+    assert status["disruptionsAllowed"] == 0
+    assert status["disruptedPods"] == {first["metadata"]["name"]: rfc3339(sim.now)}
+    with pytest.raises(ApiError) as refused:
+        sim.api.evict("default", second["metadata"]["name"])
+    assert refused.value.code == 429
+    await sim.settle()
+    # The evicted pod is terminating: it leaves disruptedPods and stops counting as healthy.
+    assert "disruptedPods" not in sim.api.get(PDB, "web-pdb", "default")["status"]
+    assert summary(sim, "web-pdb")["currentHealthy"] == 2

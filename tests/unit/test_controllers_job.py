@@ -140,3 +140,17 @@ async def test_ttl_after_finished_deletes_the_job(sim):
     await sim.settle()
     gone = sim.api.try_get(JOB, "once", "default")
     assert gone is None or gone["metadata"].get("deletionTimestamp")
+
+
+@simulated
+async def test_deleted_job_releases_its_pods_finalizers(sim):
+    sim.start(JobController(sim.api))
+    sim.api.create(JOB, job("gone"), "default")
+    await sim.kubelet()
+    (pod,) = sim.pods(**{"job-name": "gone"})
+    assert pod["metadata"]["finalizers"] == [FINALIZER]
+    sim.api.delete(JOB, "gone", "default")
+    sim.api.delete("pods", pod["metadata"]["name"], "default")  # what the garbage collector does next
+    await sim.settle()
+    sim.confirm_deletions()
+    assert sim.pods(**{"job-name": "gone"}) == []

@@ -82,6 +82,11 @@ async def test_silent_node_becomes_unknown_and_unreachable(sim):
     never = next(c for c in sim.api.get("nodes", "node-a")["status"]["conditions"] if c["type"] == "MemoryPressure")
     assert (never["status"], never["reason"], never["message"]) == (
         "Unknown", "NodeStatusNeverUpdated", "Kubelet never posted node status.")
+    # The pass that marks the node Unknown judged it by the Ready it had seen: NoExecute comes one pass later.
+    assert taints(sim, "node-a") == [("node.kubernetes.io/unreachable", "NoSchedule")]
+    sim.advance(5)
+    sim.resync()
+    await sim.settle()
     assert sorted(taints(sim, "node-a")) == [("node.kubernetes.io/unreachable", "NoExecute"),
                                              ("node.kubernetes.io/unreachable", "NoSchedule")]
     assert taints(sim, "node-b") == []
@@ -91,6 +96,7 @@ async def test_silent_node_becomes_unknown_and_unreachable(sim):
     assert web_ready["status"] == "False"
 
     post_ready(sim, "node-a")
+    sim.resync()  # the next monitor pass
     await sim.settle()
     assert taints(sim, "node-a") == []
 
@@ -102,9 +108,8 @@ async def test_a_renewed_lease_keeps_the_node_healthy(sim):
         sim.advance(30)
         renew_lease(sim, "node-a")
         post_ready(sim, "node-b")
+        sim.resync()
         await sim.settle()
-    sim.resync()
-    await sim.settle()
     ready = next(c for c in sim.api.get("nodes", "node-a")["status"]["conditions"] if c["type"] == "Ready")
     assert ready["status"] == "True" and taints(sim, "node-a") == []
 
@@ -113,6 +118,10 @@ async def test_a_renewed_lease_keeps_the_node_healthy(sim):
 async def test_kubelet_reporting_not_ready_gets_not_ready_taints(sim):
     await start(sim)
     post_ready(sim, "node-a", "False")
+    await sim.settle()
+    # The NoSchedule taint follows the node change; the NoExecute one waits for the next monitor pass.
+    assert taints(sim, "node-a") == [("node.kubernetes.io/not-ready", "NoSchedule")]
+    sim.resync()
     await sim.settle()
     assert sorted(taints(sim, "node-a")) == [("node.kubernetes.io/not-ready", "NoExecute"),
                                              ("node.kubernetes.io/not-ready", "NoSchedule")]

@@ -15,10 +15,10 @@ def advertise_gpus(h, count: int = 8, plugin: bool = True, node: str = "worker")
     """What the device plugin emulation does when it registers: annotation, then capacity and allocatable."""
     if plugin:
         h.api.patch("nodes", node, {"metadata": {"annotations": {PLUGIN_RESOURCES_ANNOTATION: GPU}}}, "merge")
-    status = h.api.get("nodes", node)["status"]
+    current = h.api.get("nodes", node)
+    status = current["status"]
     status["capacity"][GPU] = status["allocatable"][GPU] = str(count)
-    h.api.update("nodes", {"metadata": {"name": node}, "status": status}, subresource="status",
-                 manager="nvidia-device-plugin")
+    h.api.update("nodes", current, subresource="status", manager="nvidia-device-plugin")
 
 
 def gpu_container(n: int = 1, **fields) -> dict:

@@ -1,4 +1,4 @@
-"""The node agent's pure parts: image references and the catalog, Go formats, back-off, phase, QoS, log errors."""
+"""The node agent's pure parts: image references and the catalog, Go formats, back-off, phase, log errors."""
 from __future__ import annotations
 
 import pytest
@@ -8,7 +8,7 @@ from gpulab.cluster.kubelet.backoff import Backoff
 from gpulab.cluster.kubelet.goformat import go_duration, rfc3339_nano
 from gpulab.cluster.kubelet.images import InvalidReference, PullError, default_catalog, parse_reference
 from gpulab.cluster.kubelet.logs import container_id_for_logs
-from gpulab.cluster.kubelet.podstatus import get_phase, qos_class
+from gpulab.cluster.kubelet.podstatus import get_phase
 
 CATALOG = default_catalog()
 
@@ -85,21 +85,6 @@ def test_backoff_doubles_caps_and_expires():
     assert b.get("k") == 300
     b.next("k", 1000, 1000)   # idle for more than twice the maximum: starts over
     assert b.get("k") == 10
-
-
-def _container(name, **res):
-    return {"name": name, "image": "busybox", "resources": res}
-
-
-@pytest.mark.parametrize("containers,qos", [
-    ([_container("a")], "BestEffort"),
-    ([_container("a", requests={"cpu": "1"})], "Burstable"),
-    ([_container("a", requests={"cpu": "1", "memory": "1Gi"}, limits={"cpu": "1", "memory": "1Gi"})], "Guaranteed"),
-    ([_container("a", requests={"cpu": "1", "memory": "1Gi"}, limits={"cpu": "2", "memory": "1Gi"})], "Burstable"),
-    ([_container("a", requests={"nvidia.com/gpu": "1"}, limits={"nvidia.com/gpu": "1"})], "BestEffort"),
-])
-def test_qos_class(containers, qos):
-    assert qos_class({"spec": {"containers": containers}}) == qos
 
 
 def _status(name, state, last=None):

@@ -7,7 +7,8 @@ import pytest
 
 from gpulab.cluster.errors import ApiError
 from gpulab.cluster.objects import parse_time
-from test_kubelet_harness import container, run, shell
+from gpulab.cluster.kubelet import Kubelet
+from test_kubelet_harness import SCALE, container, run, shell
 
 BUSYBOX_PULLED = ('Successfully pulled image "busybox" in 305ms (305ms including waiting). '
                   'Image size: 2222260 bytes.')
@@ -210,6 +211,8 @@ def test_logs_of_a_container_that_never_started_and_of_a_missing_previous():
         assert ("Warning", "FailedMount", 'MountVolume.SetUp failed for volume "cfg" : configmap "app-config" not '
                 "found", None) in h.events("mounts")
         await asyncio.sleep(0.1)
+        pod = h.get("mounts")
+        assert "podIP" not in pod["status"] and conditions(pod)["PodReadyToStartContainers"] == ("False", None)
         with pytest.raises(ApiError) as err:
             h.api.logs("default", "mounts", {})
         assert (err.value.code, err.value.message) == (400, 'container "c" in pod "mounts" is waiting to start: '
@@ -229,6 +232,7 @@ def test_a_missing_program_is_a_start_error():
         term = pod["status"]["containerStatuses"][0]["state"]["terminated"]
         message = RUNC + 'exec: "trainer": executable file not found in $PATH: unknown'
         assert (term["exitCode"], term["reason"], term["message"]) == (128, "StartError", message)
+        assert term["startedAt"] == "1970-01-01T00:00:00Z"
         assert ("Warning", "Failed", f"Error: {message}", "spec.containers{c}") in h.events("missing")
     run(body)
 
@@ -275,4 +279,46 @@ def test_a_terminal_phase_written_by_another_component_kills_the_containers():
         assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 137
         assert (pod["status"]["phase"], pod["status"]["reason"]) == ("Failed", "DriverReplaced")
         assert ("Normal", "Killing", "Stopping container c", "spec.containers{c}") in h.events("gpu-job")
+    run(body)
+
+
+def test_a_restarted_node_agent_takes_its_running_pods_over():
+    async def body(h):
+        h.pod("steady", [container(**shell("echo a; sleep 1; echo b; sleep 3600"))])
+        before = (await h.phase("steady", "Running"))["status"]["containerStatuses"][0]
+        await h.stop()
+        h.kubelet = Kubelet(h.api, scale=SCALE)
+        h._task = asyncio.create_task(h.kubelet.run())
+        await asyncio.sleep(1.2)
+        after = h.get("steady")["status"]["containerStatuses"][0]
+        assert (after["containerID"], after["restartCount"], after["state"]) == \
+            (before["containerID"], 0, before["state"])
+        assert h.api.logs("default", "steady", {}) == "a\nb\n"
+        assert h.event_count("worker", "Starting") == 2 and h.event_count("worker", "NodeReady") == 1
+    run(body)
+
+
+def test_active_deadline_fails_the_pod():
+    async def body(h):
+        h.pod("deadline", [container(**shell("sleep 3600"))], activeDeadlineSeconds=1)
+        pod = await h.phase("deadline", "Failed", timeout=4)
+        message = "Pod was active on the node longer than the specified deadline"
+        assert (pod["status"]["reason"], pod["status"]["message"]) == ("DeadlineExceeded", message)
+        assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 137
+        assert ("Warning", "DeadlineExceeded", message, None) in h.events("deadline")
+    run(body)
+
+
+def test_a_failed_init_container_with_restart_never_fails_the_pod():
+    async def body(h):
+        h.pod("init-fails", [container(**shell("echo main"))], restartPolicy="Never",
+              initContainers=[container("migrate", **shell("echo migrating; exit 2"))])
+        pod = await h.phase("init-fails", "Failed")
+        init = pod["status"]["initContainerStatuses"][0]
+        assert (init["state"]["terminated"]["exitCode"], init["ready"]) == (2, False)
+        assert pod["status"]["containerStatuses"][0]["state"] == {"waiting": {"reason": "PodInitializing"}}
+        assert conditions(pod)["Initialized"] == ("False", "ContainersNotInitialized")
+        assert [c["message"] for c in pod["status"]["conditions"] if c["type"] == "Initialized"] == \
+            ["containers with incomplete status: [migrate]"]
+        assert conditions(pod)["PodReadyToStartContainers"] == ("False", None)
     run(body)

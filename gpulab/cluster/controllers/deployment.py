@@ -469,7 +469,8 @@ class DeploymentController(OwnerKeyedController):
     @staticmethod
     def _replica_failure(all_rss: list[dict | None], new_rs: dict | None) -> dict | None:
         """getReplicaFailures: the new ReplicaSet's ReplicaFailure condition first, else an old one's."""
-        ordered = ([new_rs] if new_rs is not None else []) + [rs for rs in all_rss if rs is not None and rs is not new_rs]
+        ordered = [new_rs] if new_rs is not None else []
+        ordered += [rs for rs in all_rss if rs is not None and rs is not new_rs]
         for rs in ordered:
             for c in (rs.get("status") or {}).get("conditions") or ():
                 if c.get("type") == "ReplicaFailure":

@@ -125,6 +125,12 @@ class JobController(OwnerKeyedController):
             keys.append(("pod", ns, m["name"]))
         return keys
 
+    def initial_keys(self):
+        """Every Job, and the pods whose finalizer outlived their Job (the informer's initial adds)."""
+        stale = [k for pod in self.api.store.list("pods") if has_finalizer(pod)
+                 for k in self.keys_for("pods", pod) if len(k) == 3]
+        return super().initial_keys() + stale
+
     async def reconcile(self, work_key) -> float | None:
         if len(work_key) == 3:
             self._sync_orphan_pod(work_key[1], work_key[2])

@@ -18,8 +18,10 @@ zones and eviction rate limits:
   taints from the observed Ready condition, removed when the node is Ready;
   the taint eviction controller then evicts the pods.
 
-Health is re-checked when the grace period of a node's last heartbeat ends,
-instead of upstream's 5 s sweep of every node.
+As upstream, health and NoExecute taints are judged by a pass over every node
+each ``--node-monitor-period`` (5 s), so a node that is NotReady for a moment
+while its kubelet starts gets the NoSchedule taint (applied on every node
+change) but rarely the NoExecute one.
 """
 from __future__ import annotations
 
@@ -35,6 +37,8 @@ LEASES = "leases.coordination.k8s.io"
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 NODE_MONITOR_GRACE_PERIOD = 50.0
 NODE_STARTUP_GRACE_PERIOD = 60.0
+NODE_MONITOR_PERIOD = 5.0
+MONITOR = "<monitor>"  # the work key of the periodic pass (not a valid node name)
 
 NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -66,44 +70,60 @@ def _condition(node: dict, type_: str) -> dict | None:
 
 
 class NodeLifecycleController(Controller):
+    """Work keys: a node's name (its NoSchedule taints, on every change of the node) and MONITOR (the periodic
+    health pass over all nodes, ``monitorNodeHealth``)."""
+
     name = COMPONENT
-    watches = ("nodes", LEASES)
+    watches = ("nodes",)
 
     def __init__(self, api, *, monitor_grace_period: float = NODE_MONITOR_GRACE_PERIOD,
-                 startup_grace_period: float = NODE_STARTUP_GRACE_PERIOD):
+                 startup_grace_period: float = NODE_STARTUP_GRACE_PERIOD,
+                 monitor_period: float = NODE_MONITOR_PERIOD):
         super().__init__(api)
         self.monitor_grace_period = monitor_grace_period
         self.startup_grace_period = startup_grace_period
-        self._known: set[str] = set()
+        self.monitor_period = monitor_period
+        self._known: dict[str, str] = {}  # name -> uid
         self._health: dict[str, _Health] = {}
 
     def keys_for(self, key: str, obj: dict):
-        m = obj["metadata"]
-        if key == LEASES:
-            return [m["name"]] if m.get("namespace") == NODE_LEASE_NAMESPACE else []
-        return [m["name"]]
+        return [obj["metadata"]["name"]]
 
-    async def reconcile(self, name: str) -> float | None:
-        node = self.api.store.get("nodes", "", name)
-        if node is None:
-            if name in self._known:
-                self._known.discard(name)
-                self._health.pop(name, None)
-                self._node_event(name, "", "RemovingNode", f"Removing Node {name} from Controller")
-            return None
-        if name not in self._known:
-            self._known.add(name)
-            self._node_event(name, node["metadata"]["uid"], "RegisteredNode", f"Registered Node {name} in Controller")
-        observed, node, recheck = self._update_health(node)
-        current = _condition(node, "Ready")
-        if current is not None:
-            node = self._taint_for_eviction(node, observed)
+    def initial_keys(self):
+        return [MONITOR] + super().initial_keys()
+
+    async def reconcile(self, key) -> float | None:
+        if key == MONITOR:
+            self._monitor()
+            return self.monitor_period
+        node = self.api.store.get("nodes", "", key)
+        if node is not None:
+            self._taint_by_conditions(node)
+        return None
+
+    def _monitor(self) -> None:
+        """monitorNodeHealth: registration events, health, NoExecute taints and NodeNotReady."""
+        nodes = self.api.store.list("nodes")
+        present = {n["metadata"]["name"] for n in nodes}
+        for name in [n for n in self._known if n not in present]:
+            self._node_event(name, self._known.pop(name), "RemovingNode", f"Removing Node {name} from Controller")
+            self._health.pop(name, None)
+        for node in nodes:
+            name = node["metadata"]["name"]
+            if name not in self._known:
+                self._known[name] = node["metadata"]["uid"]
+                self._node_event(name, node["metadata"]["uid"], "RegisteredNode",
+                                 f"Registered Node {name} in Controller")
+                node = self._swap(node, add=[], remove=[NOT_READY, UNREACHABLE], effect="NoExecute")
+            observed, node = self._update_health(node)
+            current = _condition(node, "Ready")
+            if current is None:
+                continue
+            self._taint_for_eviction(node, observed)
             if current.get("status") != "True" and observed.get("status") == "True":
                 self.api.record_event({"apiVersion": "v1", "kind": "Node", "metadata": node["metadata"]}, "Normal",
                                       "NodeNotReady", f"Node {name} status is now: NodeNotReady", COMPONENT)
                 self._mark_pods_not_ready(name)
-        self._taint_by_conditions(node)
-        return recheck
 
     def _node_event(self, name: str, uid: str, reason: str, event: str) -> None:
         """RecordNodeEvent: "Node <name> event: <event>"."""
@@ -111,8 +131,8 @@ class NodeLifecycleController(Controller):
         self.api.record_event(ref, "Normal", reason, f"Node {name} event: {event}", COMPONENT)
 
     # --- tryUpdateNodeHealth ------------------------------------------------------------
-    def _update_health(self, node: dict) -> tuple[dict, dict, float | None]:
-        """The Ready condition as observed, the node after any update, and when to look again."""
+    def _update_health(self, node: dict) -> tuple[dict, dict]:
+        """The Ready condition as observed, and the node after any update."""
         name = node["metadata"]["name"]
         now = self.api.clock()
         created = parse_time(node["metadata"].get("creationTimestamp")) or now
@@ -142,7 +162,7 @@ class NodeLifecycleController(Controller):
             health.probe = now
         self._health[name] = health
         if now <= health.probe + grace:
-            return observed, node, health.probe + grace - now + 0.001
+            return observed, node
         updated = clone(node)
         conditions = updated.setdefault("status", {}).setdefault("conditions", [])
         stamp = rfc3339(now)
@@ -161,7 +181,7 @@ class NodeLifecycleController(Controller):
             health.ready_transition = now
             health.heartbeat = (_condition(node, "Ready") or {}).get("lastHeartbeatTime")
             health.transition = (_condition(node, "Ready") or {}).get("lastTransitionTime")
-        return observed, node, None
+        return observed, node
 
     def _mark_pods_not_ready(self, node_name: str) -> None:
         """MarkPodsNotReady: Ready=False on the node's pods, with a NodeNotReady event on each."""

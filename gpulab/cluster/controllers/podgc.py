@@ -59,7 +59,8 @@ class PodGCController(Controller):
                 updated = clone(pod)
                 status = updated.setdefault("status", {})
                 status["phase"] = "Failed"
-                status["conditions"] = [c for c in status.get("conditions") or () if c.get("type") != "DisruptionTarget"]
+                status["conditions"] = [c for c in status.get("conditions") or ()
+                                        if c.get("type") != "DisruptionTarget"]
                 status["conditions"].append({"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
                                              "lastTransitionTime": rfc3339(now), "reason": "DeletionByPodGC",
                                              "message": "PodGC: node no longer exists"})

@@ -17,7 +17,8 @@ from ..errors import ApiError
 from ..objects import clone, controller_of, rfc3339
 from ..selectors import label_selector_from_dict
 from .workload import (MANAGER, OwnerKeyedController, claim, controlled, create_pod, delete_pod, deletion_order,
-                       index_by_controller, is_active, is_available, is_ready, is_terminating, pod_from_template, selector_owners)
+                       index_by_controller, is_active, is_available, is_ready, is_terminating, pod_from_template,
+                       selector_owners)
 
 COMPONENT = "replicaset-controller"
 RS = "replicasets.apps"

@@ -175,9 +175,9 @@ class TaintEvictionController(OwnerKeyedController):
         pod = self.api.store.get("pods", namespace, name)
         if pod is None or pod["metadata"].get("deletionTimestamp"):
             return
-        conditions = [c for c in (pod.get("status") or {}).get("conditions") or () if c.get("type") != "DisruptionTarget"]
-        old = next((c for c in (pod.get("status") or {}).get("conditions") or ()
-                    if c.get("type") == "DisruptionTarget"), None)
+        current = (pod.get("status") or {}).get("conditions") or []
+        conditions = [c for c in current if c.get("type") != "DisruptionTarget"]
+        old = next((c for c in current if c.get("type") == "DisruptionTarget"), None)
         wanted = {"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
                   "lastTransitionTime": rfc3339(now), "reason": "DeletionByTaintManager",
                   "message": "Taint manager: deleting due to NoExecute taint"}

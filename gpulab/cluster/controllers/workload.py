@@ -21,7 +21,7 @@ import orjson
 
 from ..api import Api
 from ..errors import ApiError
-from ..objects import controller_of, owner_reference, parse_time
+from ..objects import clone, controller_of, owner_reference, parse_time
 from ..selectors import Requirement, label_selector_from_dict, matches_labels
 from .base import Controller
 
@@ -97,16 +97,15 @@ def _set_owner_references(api: Api, key: str, obj: dict, refs: list[dict]) -> di
 
 
 # --- pods from templates -----------------------------------------------------
-def pod_from_template(template: dict, owner: dict, *, generate_name: str | None = None) -> dict:
-    """GetPodFromTemplate: labels, annotations and finalizers of the template, its spec, a controller reference."""
+def pod_from_template(template: dict, owner: dict) -> dict:
+    """GetPodFromTemplate: labels, annotations and finalizers of the template, its spec, a controller reference,
+    and ``generateName`` ``<owner>-`` (getPodsPrefix)."""
     tmeta = template.get("metadata") or {}
-    meta: dict = {"generateName": generate_name if generate_name is not None else f"{owner['metadata']['name']}-",
-                  "ownerReferences": [owner_reference(owner)]}
+    meta: dict = {"generateName": f"{owner['metadata']['name']}-", "ownerReferences": [owner_reference(owner)]}
     for field in ("labels", "annotations", "finalizers"):
         if tmeta.get(field):
-            meta[field] = orjson.loads(orjson.dumps(tmeta[field]))
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-            "spec": orjson.loads(orjson.dumps(template.get("spec") or {}))}
+            meta[field] = clone(tmeta[field])
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": clone(template.get("spec") or {})}
 
 
 def create_pod(api: Api, owner: dict, pod: dict, component: str) -> dict:
@@ -169,17 +168,6 @@ def is_available(pod: dict, min_ready_seconds: int, now: float) -> bool:
         return True
     since = parse_time(ready_condition(pod).get("lastTransitionTime"))
     return since is not None and since + min_ready_seconds < now
-
-
-def available_after(pod: dict, min_ready_seconds: int, now: float) -> float | None:
-    """Seconds until a ready pod becomes available (None when it is not ready or already available)."""
-    if not is_ready(pod) or not min_ready_seconds:
-        return None
-    since = parse_time(ready_condition(pod).get("lastTransitionTime"))
-    if since is None:
-        return None
-    left = since + min_ready_seconds - now
-    return left if left >= 0 else None
 
 
 # --- numbers -------------------------------------------------------------------
@@ -265,7 +253,8 @@ def deletion_order(pods: list[dict], ranks: list[int], now: float) -> list[dict]
                 return -1 if diff < 0 else 1
         if _max_restarts(pa) != _max_restarts(pb):
             return -1 if _max_restarts(pa) > _max_restarts(pb) else 1
-        ca, cb = parse_time(pa["metadata"].get("creationTimestamp")), parse_time(pb["metadata"].get("creationTimestamp"))
+        ca = parse_time(pa["metadata"].get("creationTimestamp"))
+        cb = parse_time(pb["metadata"].get("creationTimestamp"))
         if ca != cb:
             diff = _log_rank(ca, now) - _log_rank(cb, now)
             if ca is None or cb is None or diff == 0:

@@ -152,6 +152,8 @@ class Kubelet:
         if agent is None:
             return
         agent.start()
+        for uid in self._by_node.get(name, ()):
+            self._enqueue(uid)
         self._node_timers[name] = self._call_later(spread * self.timings.lease_renew or self.timings.lease_renew,
                                                    self._submit, ("tick", name), lambda: self._node_tick(name))
         ready_at = agent.next_network_check(self.api.clock())
@@ -189,8 +191,8 @@ class Kubelet:
 
     def _sync_pod(self, uid: str) -> None:
         worker = self.workers.get(uid)
-        if worker is None:
-            return
+        if worker is None or not self.agents[worker.node_name].started:
+            return   # a node's pods run once its kubelet has started (_start_node queues them then)
         worker.sync(self.api.clock())
         if worker.deleted:
             self._forget(worker)

@@ -23,10 +23,6 @@ class ContainerAllocation:
     env: dict[str, str] = field(default_factory=dict)
     commands: dict[str, str] = field(default_factory=dict)
 
-    @property
-    def device_count(self) -> int:
-        return sum(len(ids) for ids in self.devices.values())
-
 
 @dataclass(frozen=True)
 class Allocation:

@@ -65,6 +65,7 @@ class NodeAgent:
         # A node that never reported Ready is new: its pod network comes up shortly after the kubelet starts.
         self._fresh = not any(c.get("type") == "Ready" for c in status.get("conditions") or ())
         self.network_ready_at = 0.0
+        self.started = False
         self._last_report = float("-inf")
         self._reported: object = None
 
@@ -73,6 +74,7 @@ class NodeAgent:
         """What a starting kubelet does: announce itself, then post its status."""
         now = self.api.clock()
         self.network_ready_at = now + self.lifecycle.timings.network_ready if self._fresh else now
+        self.started = True
         self.recorder.node(self.name, "Normal", "Starting", "Starting kubelet.")
         self.recorder.node(self.name, "Normal", "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods")
         self.sync_status(force=True)
@@ -116,8 +118,7 @@ class NodeAgent:
         status["conditions"] = conditions
         status["images"] = images
         try:
-            self.api.update("nodes", {"metadata": {"name": self.name}, "status": status}, subresource="status",
-                            manager="kubelet")
+            self.api.update("nodes", {**node, "status": status}, subresource="status", manager="kubelet")
         except ApiError:
             return
         self._last_report = now

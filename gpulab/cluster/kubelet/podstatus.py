@@ -1,14 +1,12 @@
-"""The pod status the kubelet reports: phase, conditions, QoS class, from its containers' statuses.
+"""The pod status the kubelet reports: its phase and conditions, from its containers' statuses.
 
 Ports of pkg/kubelet/kubelet_pods.go (getPhase, generateAPIPodStatus), pkg/kubelet/status/generate.go
 (the Initialized, Ready, ContainersReady and PodReadyToStartContainers conditions, v1.36 with
-observedGeneration), pkg/kubelet/status/status_manager.go (lastTransitionTime kept while a condition's
-status does not change; conditions not owned by the kubelet kept first) and
-pkg/apis/core/helper/qos (GetPodQOS). Pure functions of API-shaped dicts.
+observedGeneration) and pkg/kubelet/status/status_manager.go (lastTransitionTime kept while a
+condition's status does not change; conditions not owned by the kubelet kept first). The QoS class
+is the one kube-apiserver computed when the pod was created. Pure functions of API-shaped dicts.
 """
 from __future__ import annotations
-
-from ..quantity import parse_quantity
 
 # pkg/kubelet/types/pod_status.go PodConditionByKubelet
 KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
@@ -18,33 +16,6 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 def is_sidecar(container: dict) -> bool:
     """A restartable init container (``restartPolicy: Always`` on an init container)."""
     return container.get("restartPolicy") == "Always"
-
-
-def qos_class(pod: dict) -> str:
-    """GetPodQOS: BestEffort without cpu/memory requests or limits; Guaranteed when every container limits
-    both and the summed requests equal the summed limits; Burstable otherwise."""
-    spec = pod.get("spec") or {}
-    requests: dict[str, object] = {}
-    limits: dict[str, object] = {}
-    guaranteed = True
-    for c in list(spec.get("containers") or ()) + list(spec.get("initContainers") or ()):
-        res = c.get("resources") or {}
-        for name, value in (res.get("requests") or {}).items():
-            if name in ("cpu", "memory") and parse_quantity(value) > 0:
-                requests[name] = requests.get(name, 0) + parse_quantity(value)
-        found = set()
-        for name, value in (res.get("limits") or {}).items():
-            if name in ("cpu", "memory") and parse_quantity(value) > 0:
-                found.add(name)
-                limits[name] = limits.get(name, 0) + parse_quantity(value)
-        if found != {"cpu", "memory"}:
-            guaranteed = False
-    if not requests and not limits:
-        return "BestEffort"
-    if guaranteed and all(limits.get(name) == value for name, value in requests.items()) \
-            and len(requests) == len(limits):
-        return "Guaranteed"
-    return "Burstable"
 
 
 def _state(status: dict) -> dict:

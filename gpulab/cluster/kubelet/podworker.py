@@ -129,6 +129,7 @@ class PodWorker:
             self.runs[c["name"]] = ContainerRun(c, False)
         self.terminal = False            # podIsTerminal: nothing will run again
         self.forced: tuple[str, str, str] | None = None   # (phase, reason, message) decided by the kubelet
+        self.rejected = False            # refused at admission: the status is only phase, reason and message
         self.terminating = False
         self.kill_at: float | None = None
         self.deleted = False
@@ -253,7 +254,7 @@ class PodWorker:
     def _reject(self, rejection: Rejection, now: float) -> None:
         """kubelet.rejectPod: Warning event, phase Failed with ``Pod was rejected: <message>``."""
         self._event("Warning", rejection.reason, rejection.message)
-        self.terminal = True
+        self.terminal = self.rejected = True
         self.forced = ("Failed", rejection.reason, "Pod was rejected: " + rejection.message)
         self.start_time = self.start_time or rfc3339(now)
         self._release_sandbox()
@@ -284,7 +285,7 @@ class PodWorker:
                 inst.kill(now)
 
     def _ready_to_start(self, now: float) -> bool:
-        """Device allocation, volumes and the sandbox, in that order."""
+        """Device allocation (admission), volumes, then the sandbox, in SyncPod's order."""
         node = self.k.api.store.get("nodes", "", self.node_name)
         if devices.requested_plugin_resources(self.pod, node or {}):
             allocation = devices.read_allocation(self.pod)
@@ -294,6 +295,17 @@ class PodWorker:
                 self._reject(Rejection("UnexpectedAdmissionError", devices.admission_message(allocation.error)), now)
                 return False
             self.allocation = allocation
+        if self.volumes is None:
+            if now < self.next_mount_retry:
+                self._wake(self.next_mount_retry)
+                return False
+            try:
+                self.volumes = volume_files(self.k.api, self.pod, host_ip=self.node.host_ip, pod_ip="")
+            except MountError as exc:
+                self._event("Warning", "FailedMount", str(exc))
+                self.next_mount_retry = now + self.k.timings.backoff_resync
+                self._wake(self.next_mount_retry)
+                return False
         if self.sandbox == "none":
             self.ip = self.node.host_ip if self.pod["spec"].get("hostNetwork") else self.node.addresses.allocate()
             self.sandbox = "creating"
@@ -305,17 +317,6 @@ class PodWorker:
                 return False
             self.sandbox = "ready"
             self.k.mark_dirty(self)
-        if self.volumes is None:
-            if now < self.next_mount_retry:
-                self._wake(self.next_mount_retry)
-                return False
-            try:
-                self.volumes = volume_files(self.k.api, self.pod, host_ip=self.node.host_ip, pod_ip=self.ip or "")
-            except MountError as exc:
-                self._event("Warning", "FailedMount", str(exc))
-                self.next_mount_retry = now + self.k.timings.backoff_resync
-                self._wake(self.next_mount_retry)
-                return False
         return True
 
     # --- containers ---------------------------------------------------------
@@ -324,22 +325,22 @@ class PodWorker:
             if run.resume:
                 self._resume(run, now)
             self._advance(run, now)
-        inits = [r for r in self.runs.values() if r.init]
-        for run in inits:
-            if run.sidecar:
+        if self._initialized(now):
+            for run in (r for r in self.runs.values() if not r.init):
                 if not self._drive(run, now):
-                    return
-                if not (run.current and run.current.running):
-                    return
-                continue
-            if run.succeeded:
-                continue
-            self._drive(run, now)
-            return
-        for run in (r for r in self.runs.values() if not r.init):
-            if not self._drive(run, now):
-                break
+                    break
         self._check_completion(now)
+
+    def _initialized(self, now: float) -> bool:
+        """Drive the init containers in order; True once all have succeeded (sidecars: started)."""
+        for run in (r for r in self.runs.values() if r.init):
+            if run.sidecar:
+                if not self._drive(run, now) or not (run.current and run.current.running):
+                    return False
+            elif not run.succeeded:
+                self._drive(run, now)
+                return False
+        return True
 
     def _advance(self, run: ContainerRun, now: float) -> None:
         inst = run.current
@@ -520,7 +521,7 @@ class PodWorker:
         run.waiting = None
         failure = self._start_failure(world, argv)
         if failure is not None:
-            inst.started = inst.finished = now
+            inst.started, inst.finished = 0.0, now   # containerd reports a start time of the Unix epoch
             inst.exit_code, inst.reason, inst.message = 128, "StartError", failure
             self._event("Warning", "Failed", f"Error: {failure}", run.name)
             self.k.mark_dirty(self)
@@ -657,8 +658,7 @@ class PodWorker:
         pod = self.pod
         old = pod.get("status") or {}
         generation = pod["metadata"].get("generation")
-        if self.forced is not None and self.forced[1] != "DeadlineExceeded" and not any(
-                r.current for r in self.runs.values()):
+        if self.rejected:
             phase, reason, message = self.forced
             status = {"phase": phase, "reason": reason, "message": message,
                       "startTime": old.get("startTime") or self.start_time}
@@ -713,8 +713,8 @@ class PodWorker:
         if (pod.get("status") or {}) == status:
             return
         try:
-            self.k.api.update("pods", {"metadata": {"name": self.name, "namespace": self.namespace},
-                                       "status": status}, self.namespace, subresource="status", manager="kubelet")
+            self.k.api.update("pods", {**pod, "status": status}, self.namespace, subresource="status",
+                              manager="kubelet")
         except ApiError:
             self.k.mark_dirty(self)
 

@@ -12,12 +12,14 @@ handler does; the kill at the end of the grace period always ends it with 137 (S
 """
 from __future__ import annotations
 
+import logging
 import math
 from collections import deque
 
 from .shell import Shell, World
 from .shell.interpreter import ExitShell, Spin
 
+log = logging.getLogger("gpulab.kubelet")
 LOG_LINES_KEPT = 10_000   # per container instance; older lines are dropped (the kubelet rotates at 10Mi)
 EXIT_KILLED = 137
 
@@ -49,6 +51,10 @@ class Process:
                 return
             except (ExitShell, Spin) as exc:   # raised past the outermost shell: treat like its exit
                 self._finish(getattr(exc, "status", 0))
+                return
+            except Exception:  # noqa: BLE001 - an interpreter bug ends this program, not the node agent
+                log.exception("kubelet: the interpreter failed on %r", self.world.image.repository)
+                self._finish(1)
                 return
             if kind == "out":
                 self._write(value)

@@ -151,6 +151,8 @@ class Shell:
 
     def exec_program(self, argv: list[str]) -> Gen:
         """Replace this process with ``argv`` (PID 1 takes over the program's reaction to the stop signal)."""
+        if not argv:
+            return 0
         prog = self.world.find_program(argv, self.utilities)
         if prog is None:
             yield from self._not_found(argv[0])
@@ -563,8 +565,11 @@ class _Arith:
     _BINARY = [("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", "<=", ">", ">="), ("<<", ">>"),
                ("+", "-"), ("*", "/", "%")]
 
-    def __init__(self, text: str, shell: Shell):
+    def __init__(self, text: str, shell: Shell, depth: int = 0):
+        if depth > 16:
+            raise ValueError("expression recursion level exceeded")
         self.shell = shell
+        self.depth = depth
         self.tokens: list[tuple[str, str]] = []
         pos = 0
         text = text.strip()
@@ -647,7 +652,7 @@ class _Arith:
             try:
                 return int(raw)
             except ValueError:
-                return _Arith(raw, self.shell).evaluate()
+                return _Arith(raw, self.shell, self.depth + 1).evaluate()
         raise ValueError("syntax error")
 
 

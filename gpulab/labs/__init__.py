@@ -1,0 +1,103 @@
+"""``gpulab lab reset LAB``: put the cluster back in a lab's starting state.
+
+On the embedded cluster a reset is fast and total: ``gpulab cluster reset``
+then ``gpulab cluster up`` (same name and port, fresh state), then the lab's
+steps (:mod:`.states`) through the official client. Any other cluster (kind, a
+real one, reached through a kubeconfig) is never wiped: :func:`reset` refuses
+with :class:`ResetRefused`, whose message lists what the starting state needs,
+so the learner can make those changes knowingly.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from ..learner import connection
+from .states import LABS, Lab
+from .steps import StepError
+
+__all__ = ["LABS", "Lab", "ResetRefused", "StepError", "describe", "reset", "resolve"]
+
+
+class ResetRefused(RuntimeError):
+    """The connected cluster is not the embedded one; the message says what a reset would change."""
+
+
+def resolve(lab: str) -> Lab:
+    """A lab by its name (``lab03-h100-pod``) or its check prefix (``lab03``)."""
+    for candidate in LABS:
+        if lab in (candidate.name, candidate.short):
+            return candidate
+    known = ", ".join(f"{c.name} ({c.short})" for c in LABS)
+    raise KeyError(f"no lab {lab!r}; the labs are {known}")
+
+
+def describe(lab: str | Lab) -> list[str]:
+    """What a reset does to reach the lab's starting state, one line per change."""
+    chosen = resolve(lab) if isinstance(lab, str) else lab
+    return ["delete every object in the cluster and start it afresh"] + [s.describe() for s in chosen.steps]
+
+
+def _embedded_name(name: str | None) -> str:
+    """The embedded cluster to reset; ResetRefused when the learner works on a cluster of their kubeconfig."""
+    current = connection._current  # noqa: SLF001 - the kernel's own choice of cluster, if it made one
+    if name is None and current is not None and not current.embedded:
+        raise ResetRefused(f"connected to {current.server} through a kubeconfig")
+    if name is None and os.environ.get(connection.MODE_ENV, "").strip().lower() == connection.KUBECONFIG:
+        raise ResetRefused(f"{connection.MODE_ENV}=kubeconfig selects the cluster of your kubeconfig")
+    if name is not None:
+        return name
+    if current is not None and current.cluster_name:
+        return current.cluster_name
+    return os.environ.get(connection.NAME_ENV) or connection.DEFAULT_NAME
+
+
+def _gpulab(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*connection.gpulab_command(), *args], capture_output=True, text=True, timeout=180)
+
+
+def _recreate(name: str) -> Path:
+    """``gpulab cluster reset`` + ``up`` on the same port, so a port-forward or bookmark keeps working."""
+    status = _gpulab("cluster", "status", "--name", name)
+    port = next((line.split(":", 1)[1].strip() for line in status.stdout.splitlines() if line.startswith("port:")),
+                None)
+    _gpulab("cluster", "reset", "--name", name)
+    up = _gpulab("cluster", "up", "--name", name, *(["--port", port] if port and port != "None" else []))
+    if up.returncode != 0:
+        raise StepError(f"`gpulab cluster up --name {name}` failed: {(up.stderr or up.stdout).strip()}")
+    return Path(up.stdout.strip().splitlines()[-1])
+
+
+def reset(lab: str | Lab, *, name: str | None = None, quiet: bool = False) -> Path:
+    """Recreate the embedded cluster ``name`` in ``lab``'s starting state; return its kubeconfig path.
+
+    Refuses (ResetRefused, with the list of changes) when the notebook works on
+    a cluster of the learner's kubeconfig. A kernel connected to the embedded
+    cluster is reconnected, since the recreated cluster has new credentials.
+    """
+    from kubernetes import config
+
+    from ..checks import check_ids, progress
+
+    chosen = resolve(lab) if isinstance(lab, str) else lab
+    try:
+        cluster = _embedded_name(name)
+    except ResetRefused as exc:
+        changes = "\n".join(f"  - {line}" for line in describe(chosen))
+        raise ResetRefused(f"not resetting: {exc}, and gpulab lab reset only wipes the embedded cluster. "
+                           f"To reach the starting state of {chosen.name} it would:\n{changes}") from None
+    say = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
+    say(f"Resetting the embedded cluster {cluster!r} to the starting state of {chosen.name}...")
+    kubeconfig = _recreate(cluster)
+    current = connection._current  # noqa: SLF001
+    if current is not None and current.embedded and current.cluster_name == cluster:
+        api_client = connection.connect(name=cluster).api_client
+    else:
+        api_client = config.new_client_from_config(config_file=str(kubeconfig), persist_config=False)
+    for step in chosen.steps:
+        say(f"  {step.describe()}")
+        step.apply(api_client)
+    progress.clear(check_ids(chosen.short))
+    say(f"{chosen.name} is ready.")
+    return kubeconfig

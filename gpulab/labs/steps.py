@@ -1,0 +1,162 @@
+"""The steps that build a lab's starting state on a fresh cluster, each able to say what it would change.
+
+Every step works through the official client and a kubeconfig (the GPU
+Operator through the GPU stack's own helm-like installer), so a starting state
+is what a learner could have built by hand; ``describe()`` is what
+``gpulab lab reset`` prints instead of acting on a cluster it will not wipe.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from importlib import resources
+
+import yaml
+
+from ..checks.gpus import GPU_TAINT, family, gpu_nodes, name, product
+from ..checks.kube import is_running, phase, taint_text, unschedulable_message
+from ..learner.reader import ClusterReader
+
+OPERATOR_TIMEOUT = 300.0
+SETTLE_TIMEOUT = 60.0
+_POLL = 0.5
+
+
+class StepError(RuntimeError):
+    """A step could not reach its state; the message says which and what was last seen."""
+
+
+def wait_until(what: str, poll, timeout: float):
+    """Poll until ``poll()`` returns something truthy; StepError with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = poll()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise StepError(f"timed out after {timeout:g}s waiting for {what}")
+        time.sleep(_POLL)
+
+
+def _manifest(file: str) -> list[dict]:
+    text = resources.files(__package__).joinpath("data", file).read_text(encoding="utf-8")
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+@dataclass(frozen=True)
+class GpuOperator:
+    """``helm install --wait gpu-operator nvidia/gpu-operator`` with the chart's defaults and ``--set`` values."""
+
+    sets: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        flags = "".join(f" --set {s}" for s in self.sets)
+        return ("install the GPU Operator: helm install --wait gpu-operator nvidia/gpu-operator -n gpu-operator "
+                f"--create-namespace --version=v25.10.1{flags}")
+
+    def apply(self, api_client) -> None:
+        from ..gpustack.client import Kube
+        from ..gpustack.install import install
+
+        install(Kube(api_client), sets=list(self.sets), wait=False)
+        reader = lambda: ClusterReader(api_client)  # noqa: E731 - a fresh snapshot per poll
+        wait_until("the ClusterPolicy to be ready", lambda: any(
+            (p.get("status") or {}).get("state") == "ready"
+            for p in reader().custom_objects("nvidia.com", "v1", "clusterpolicies")), OPERATOR_TIMEOUT)
+        wait_until("GPU Feature Discovery to label the GPU nodes and the device plugin to advertise them",
+                   lambda: (nodes := gpu_nodes(reader().nodes())) and all(product(n) for n in nodes),
+                   OPERATOR_TIMEOUT)
+
+
+@dataclass(frozen=True)
+class PoolLabels:
+    """``pool=<gpu family>`` on every GPU node (lab02's first exercise, done)."""
+
+    def describe(self) -> str:
+        return "label each GPU node pool=<its GPU family> (pool=h100, pool=a100)"
+
+    def apply(self, api_client) -> None:
+        from kubernetes import client
+
+        core = client.CoreV1Api(api_client)
+        for node in gpu_nodes(ClusterReader(api_client).nodes()):
+            core.patch_node(name(node), {"metadata": {"labels": {"pool": family(product(node))}}})
+
+
+@dataclass(frozen=True)
+class GpuTaint:
+    """``nvidia.com/gpu=true:NoSchedule`` on every GPU node (lab02's second exercise, done)."""
+
+    def describe(self) -> str:
+        return f"taint each GPU node {taint_text(GPU_TAINT)}"
+
+    def apply(self, api_client) -> None:
+        from kubernetes import client
+
+        core = client.CoreV1Api(api_client)
+        for node in gpu_nodes(ClusterReader(api_client).nodes()):
+            taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != GPU_TAINT["key"]]
+            core.patch_node(name(node), {"spec": {"taints": taints + [dict(GPU_TAINT)]}})
+
+
+@dataclass(frozen=True)
+class PendingPod:
+    """Create a pod that cannot be scheduled, and wait until the scheduler has said why."""
+
+    manifest: str
+    namespace: str = "default"
+
+    def describe(self) -> str:
+        names = ", ".join(f"pod/{d['metadata']['name']}" for d in _manifest(self.manifest))
+        return f"create {names} in namespace {self.namespace} (it stays Pending)"
+
+    def apply(self, api_client) -> None:
+        from kubernetes import client
+
+        core = client.CoreV1Api(api_client)
+        for pod in _manifest(self.manifest):
+            core.create_namespaced_pod(self.namespace, pod)
+            wait_until(f"the scheduler's verdict on pod {pod['metadata']['name']}", lambda: unschedulable_message(
+                ClusterReader(api_client).pod(pod["metadata"]["name"], self.namespace) or {}), SETTLE_TIMEOUT)
+
+
+@dataclass(frozen=True)
+class DeadlockedJobs:
+    """Create the jobs with half their workers, let the default scheduler place them, then ask for all of them.
+
+    Scaling both jobs up after their first halves run is what makes the
+    deadlock certain: created at full size, one job's workers could all be
+    placed before the other's exist.
+    """
+
+    manifest: str
+    namespace: str = "default"
+    first: int = 2
+
+    def describe(self) -> str:
+        jobs = _manifest(self.manifest)
+        names = " and ".join(f"job/{j['metadata']['name']}" for j in jobs)
+        return (f"create {names} in namespace {self.namespace}, each first with {self.first} workers, then raise "
+                f"each to {jobs[0]['spec']['parallelism']} so both hold GPUs and neither can start")
+
+    def apply(self, api_client) -> None:
+        from kubernetes import client
+
+        batch = client.BatchV1Api(api_client)
+        jobs = _manifest(self.manifest)
+        for job in jobs:
+            batch.create_namespaced_job(self.namespace, {**job, "spec": {**job["spec"], "parallelism": self.first}})
+            wait_until(f"{self.first} running workers of job {job['metadata']['name']}",
+                       lambda: self._count(api_client, job, is_running) >= self.first, SETTLE_TIMEOUT)
+        for job in jobs:
+            batch.patch_namespaced_job(job["metadata"]["name"], self.namespace,
+                                       {"spec": {"parallelism": job["spec"]["parallelism"]}})
+        for job in jobs:
+            extra = job["spec"]["parallelism"] - self.first
+            wait_until(f"{extra} unschedulable workers of job {job['metadata']['name']}",
+                       lambda: self._count(api_client, job, lambda p: phase(p) == "Pending"
+                                           and unschedulable_message(p)) >= extra, SETTLE_TIMEOUT)
+
+    def _count(self, api_client, job: dict, keep) -> int:
+        selector = f"batch.kubernetes.io/job-name={job['metadata']['name']}"
+        return sum(1 for p in ClusterReader(api_client).pods(self.namespace, selector) if keep(p))

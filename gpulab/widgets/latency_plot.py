@@ -1,0 +1,106 @@
+"""Plots of the sharing latency model (``gpulab.gpustack.latency``) beside the H200 measurements it is calibrated on.
+
+``latency_figure`` draws p50 and p99 of one request against the number of busy
+neighbours: the measured H200 points (run 1 of data/h200-timeslicing.json),
+the model's time-slicing curves, and flat lines for an exclusive GPU and a MIG
+slice, which neighbours do not reach. ``latency_explorer`` adds sliders. The
+figure is a bare ``matplotlib.figure.Figure`` (no pyplot state), rendered to
+PNG for the widget, so it behaves the same under any matplotlib backend.
+"""
+from __future__ import annotations
+
+import io
+
+from ..gpustack import latency
+from ..gpustack.hardware import gpu_model
+
+
+def smallest_mig_profile(model: str) -> str:
+    return min(gpu_model(model).mig_profiles, key=lambda p: (p.compute_slices, p.memory_mib)).name
+
+
+def latency_figure(*, model: str = "H200", request_ms: float | None = None, duty: float = 1.0,
+                   mig_profile: str | None = None, max_neighbours: int = 4, p99_budget_ms: float | None = None):
+    """The figure: measured points, model curves, exclusive and MIG lines, and an optional p99 budget."""
+    from matplotlib.figure import Figure
+
+    profile = mig_profile or smallest_mig_profile(model)
+    neighbours = list(range(max_neighbours + 1))
+    shared = [latency.expected_latency("time-slicing", neighbours=k, duty=duty, request_ms=request_ms, model=model)
+              for k in neighbours]
+    exclusive = latency.expected_latency("exclusive", request_ms=request_ms, model=model)
+    mig = latency.expected_latency("mig", request_ms=request_ms, mig_profile=profile, model=model)
+
+    fig = Figure(figsize=(7.5, 4.2), layout="constrained")
+    ax = fig.add_subplot()
+    ax.plot(neighbours, [r["p99_ms"] for r in shared], "-", color="tab:red", label="time-slicing p99 (model)")
+    ax.plot(neighbours, [r["p50_ms"] for r in shared], "--", color="tab:red", label="time-slicing p50 (model)")
+    ax.axhline(mig["p99_ms"], color="tab:blue", label=f"MIG {profile} p99 (model)")
+    ax.axhline(exclusive["p99_ms"], color="tab:green", label="whole GPU p99 (model)")
+    measured = [r for r in latency.measured_rows() if r["run"] == 1 and r["neighbours"] <= max_neighbours]
+    if model == "H200" and request_ms is None and duty == 1.0:
+        ax.plot([r["neighbours"] for r in measured], [r["p99_ms"] for r in measured], "o", color="black",
+                label="measured p99 (H200)")
+        ax.plot([r["neighbours"] for r in measured], [r["p50_ms"] for r in measured], "x", color="black",
+                label="measured p50 (H200)")
+    if p99_budget_ms is not None:
+        ax.axhline(p99_budget_ms, color="gray", linestyle=":", label=f"p99 budget {p99_budget_ms:g} ms")
+    ax.set_xlabel("busy neighbours on the same GPU")
+    ax.set_ylabel("request latency (ms)")
+    ax.set_xticks(neighbours)
+    ax.set_title(f"One request on an {model}: sharing by time-slicing vs MIG")
+    ax.legend(fontsize="small", loc="upper left")
+    return fig
+
+
+def figure_png(fig) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=96)
+    return buffer.getvalue()
+
+
+class LatencyExplorer:
+    """Sliders for the GPU model, the request's time, the neighbours' duty cycle and the p99 budget."""
+
+    def __init__(self, **initial):
+        import ipywidgets as w
+
+        models = [m.key.split("-")[0] for m in latency_models()]
+        self.model = w.Dropdown(options=models, value=initial.get("model", "H200"), description="GPU")
+        self.request = w.FloatLogSlider(value=initial.get("request_ms", latency.request_ms_default()), base=10,
+                                        min=-1, max=1.5, step=0.05, description="request ms")
+        self.duty = w.FloatSlider(value=initial.get("duty", 1.0), min=0.0, max=1.0, step=0.05, description="duty")
+        self.budget = w.FloatSlider(value=initial.get("p99_budget_ms", 5.0), min=0.5, max=30, step=0.5,
+                                    description="p99 budget")
+        self.image = w.Image(format="png")
+        for control in (self.model, self.request, self.duty, self.budget):
+            control.observe(lambda _: self.draw(), names="value")
+        self.widget = w.VBox([w.HBox([self.model, self.request]), w.HBox([self.duty, self.budget]), self.image])
+        self.draw()
+
+    def draw(self) -> None:
+        fig = latency_figure(model=self.model.value, request_ms=self.request.value, duty=self.duty.value,
+                             p99_budget_ms=self.budget.value)
+        self.image.value = figure_png(fig)
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+
+def latency_models():
+    """The catalog's GPU models that have MIG profiles (one per family name)."""
+    from ..gpustack.hardware import catalog
+
+    seen, models = set(), []
+    for model in catalog():
+        short = model.key.split("-")[0]
+        if model.mig_profiles and short not in seen:
+            seen.add(short)
+            models.append(model)
+    return models
+
+
+def latency_explorer(**initial) -> LatencyExplorer:
+    return LatencyExplorer(**initial)

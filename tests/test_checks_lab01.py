@@ -1,0 +1,129 @@
+"""setup.connected and lab 01's checks: passing on the solution's state, failing with their reasons otherwise.
+
+One cluster for the module; the tests run in file order, each building on the
+previous state the way the lab does (fresh cluster, then the operator).
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.test_checks_common import FakeGpuStack, run, start_plain_cluster
+from tests.conftest import stop_cluster
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    cluster = start_plain_cluster(tmp_path_factory.mktemp("lab01"))
+    yield FakeGpuStack(cluster)
+    stop_cluster(cluster)
+
+
+def _client_for(stack, *, host: str | None = None, token: str | None = None):
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(stack.cluster.kubeconfig), client_configuration=configuration,
+                            persist_config=False)
+    if host:
+        configuration.host = host
+    if token:
+        configuration.refresh_api_key_hook = None      # the loader's hook would restore the kubeconfig's token
+        configuration.api_key = {"BearerToken": f"Bearer {token}"}
+    configuration.retries = False
+    return client.ApiClient(configuration)
+
+
+def test_setup_connected(stack):
+    from gpulab import checks
+
+    result = run(stack, "setup.connected")
+    host = stack.api.configuration.host
+    assert result.passed, result
+    assert result.reason == (f"connected to Kubernetes v1.36.0 at {host}: 4 nodes (gpulab-control-plane, "
+                             "gpulab-worker, gpulab-worker2, gpulab-worker3)")
+    bad = _client_for(stack, token="not-the-token"); print("DBG", bad.configuration.auth_settings()); from gpulab.learner.reader import ClusterReader as CR; r = CR(bad); print("DBG3", r.api_client is bad, r.core.api_client is bad); print("DBG5", checks.run("setup.connected", client=bad), checks.__file__)
+    refused = checks.run("setup.connected", client=bad)
+    assert not refused.passed
+    assert refused.reason == ("the API server refused the request (401 Unauthorized): the kubeconfig's credentials "
+                              "are not valid for this cluster")
+    unreachable = checks.run("setup.connected", client=_client_for(stack, host="https://127.0.0.1:9"))
+    assert not unreachable.passed
+    assert unreachable.reason.startswith("cannot reach the API server: ")
+    assert "gpulab cluster status" in unreachable.hint
+
+
+def test_operator_pinned(stack):
+    result = run(stack, "lab01.operator_pinned")        # the lab's starting state: a fresh cluster
+    assert not result.passed
+    assert result.reason == ("the GPU Operator is not installed: the API server does not serve ClusterPolicy "
+                             "(clusterpolicies.nvidia.com)")
+
+    stack.operator(sets=(), version="v26.3.3")          # unpinned: the newest chart's driver
+    result = run(stack, "lab01.operator_pinned")
+    assert not result.passed
+    assert result.reason == "ClusterPolicy cluster-policy has driver 580.126.20, not the pinned 580.105.08"
+
+    stack.operator(sets=("driver.enabled=false",))
+    assert run(stack, "lab01.operator_pinned").reason == (
+        "ClusterPolicy cluster-policy has spec.driver.enabled=false: the operator does not manage the driver, so "
+        "nothing pins its version")
+
+    stack.operator(state="notReady")
+    assert run(stack, "lab01.operator_pinned").reason == (
+        "ClusterPolicy cluster-policy is notReady: not every operand runs yet")
+
+    stack.operator()                                    # the solution: --set driver.version=580.105.08, ready
+    result = run(stack, "lab01.operator_pinned")
+    assert result.passed, result
+    assert result.reason == ("GPU Operator installed: ClusterPolicy cluster-policy is ready with driver 580.105.08 "
+                             "pinned")
+
+
+def test_allocatable_gpus(stack):
+    result = run(stack, "lab01.allocatable_gpus", 12)   # before the device plugin advertises anything
+    assert not result.passed
+    assert result.reason == "no node advertises nvidia.com/gpu yet, so there is nothing to count"
+
+    stack.standard()
+    for answer in (12, "12", 12.0, " 12 "):
+        result = run(stack, "lab01.allocatable_gpus", answer)
+        assert result.passed, (answer, result)
+        assert result.reason == "right: 12 nvidia.com/gpu allocatable (gpulab-worker2 8, gpulab-worker3 4)"
+    wrong = {
+        8: "8 is what a single node advertises; the question asks for the whole cluster",
+        2: "2 is the number of GPU nodes; the question asks for GPUs",
+        13: "13 is not the cluster's total allocatable nvidia.com/gpu",
+        "many": "'many' is not a whole number of GPUs",
+    }
+    for answer, reason in wrong.items():
+        result = run(stack, "lab01.allocatable_gpus", answer)
+        assert not result.passed and result.reason == reason, answer
+        assert "12" not in result.reason + result.hint
+    assert run(stack, "lab01.allocatable_gpus").reason == "this exercise asks for an answer, and none was given"
+
+
+def test_gpu_product_labels(stack):
+    stack.set_node("gpulab-worker2", {}, {})
+    stack.set_node("gpulab-worker3", {}, {})
+    result = run(stack, "lab01.gpu_product_labels", "NVIDIA-H100-80GB-HBM3")
+    assert not result.passed
+    assert result.reason == ("no node has the label nvidia.com/gpu.product yet: GPU Feature Discovery labels nodes "
+                             "once the GPU Operator runs")
+
+    stack.standard()
+    for answer in ("NVIDIA-H100-80GB-HBM3", " `NVIDIA-H100-80GB-HBM3` "):
+        result = run(stack, "lab01.gpu_product_labels", answer)
+        assert result.passed, result
+        assert result.reason == "right: gpulab-worker2 carries nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3"
+    wrong = {
+        "NVIDIA H100 80GB HBM3": "'NVIDIA H100 80GB HBM3' is not a label value: label values cannot contain "
+                                 "spaces, so GFD rewrites the GPU's name",
+        "nvidia-h100-80gb-hbm3": "'nvidia-h100-80gb-hbm3' differs from the label on gpulab-worker2 in upper/lower "
+                                 "case; label values are case-sensitive",
+        "NVIDIA-A100-SXM4-40GB": "'NVIDIA-A100-SXM4-40GB' is the product of gpulab-worker3, not of the H100 node",
+        "H100": "'H100' is not the value of nvidia.com/gpu.product on the H100 node gpulab-worker2",
+    }
+    for answer, reason in wrong.items():
+        result = run(stack, "lab01.gpu_product_labels", answer)
+        assert not result.passed and result.reason == reason, answer
+        assert "NVIDIA-H100-80GB-HBM3" not in result.reason + result.hint
