@@ -96,6 +96,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "kind": ("gpulab.setup.cli", "add_kind"),
     "doctor": ("gpulab.setup.cli", "add_doctor"),
     "probe": ("gpulab.probe.cli", "add_probe"),
+    "grade": ("gpulab.grading.cli", "add_grade"),
 }
 
 

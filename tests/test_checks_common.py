@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import uuid
+from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 
@@ -162,6 +164,41 @@ class FakeGpuStack:
                                           self.core.read_namespaced_pod(name, namespace).status.conditions or [])), \
                 f"pod {name} was not reported unschedulable"
         return body
+
+    @contextmanager
+    def device_plugin(self):
+        """While active, answer Allocate for every bound pod asking for NVIDIA resources (as the plugin emulation)."""
+        from kubernetes.client import ApiException
+
+        from gpulab.checks.kube import requested_resources
+
+        stop = threading.Event()
+
+        def allocate() -> None:
+            while not stop.is_set():
+                pods = json.loads(self.core.list_pod_for_all_namespaces(_preload_content=False).data)["items"]
+                for pod in pods:
+                    meta = pod["metadata"]
+                    wanted = requested_resources(pod)
+                    if not pod["spec"].get("nodeName") or not wanted or \
+                            "gpulab.dev/device-allocation" in (meta.get("annotations") or {}):
+                        continue
+                    answer = {"containers": {c["name"]: {"devices": {r: ["GPU-fake"] for r in wanted}, "env": {}}
+                                             for c in pod["spec"]["containers"]}}
+                    try:
+                        self.core.patch_namespaced_pod(meta["name"], meta["namespace"], {"metadata": {
+                            "annotations": {"gpulab.dev/device-allocation": json.dumps(answer)}}})
+                    except ApiException as exc:   # deleted meanwhile
+                        assert exc.status == 404
+                stop.wait(0.2)
+
+        thread = threading.Thread(target=allocate, daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join()
 
     def delete_pods(self, *names: str, namespace: str = "default") -> None:
         from kubernetes.client import ApiException

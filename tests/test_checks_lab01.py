@@ -10,6 +10,9 @@ import pytest
 from tests.test_checks_common import FakeGpuStack, run, start_plain_cluster
 from tests.conftest import stop_cluster
 
+# One cluster per module, its tests in file order (each builds on the state the previous one left).
+pytestmark = pytest.mark.xdist_group("checks-lab01")
+
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
@@ -19,16 +22,14 @@ def stack(tmp_path_factory):
 
 
 def _client_for(stack, *, host: str | None = None, token: str | None = None):
-    from kubernetes import client, config
+    """A client like the kubeconfig's, with another server address or token (and no credential refresh)."""
+    from kubernetes import client
 
-    configuration = client.Configuration()
-    config.load_kube_config(config_file=str(stack.cluster.kubeconfig), client_configuration=configuration,
-                            persist_config=False)
-    if host:
-        configuration.host = host
-    if token:
-        configuration.refresh_api_key_hook = None      # the loader's hook would restore the kubeconfig's token
-        configuration.api_key = {"BearerToken": f"Bearer {token}"}
+    good = stack.api.configuration
+    configuration = client.Configuration(host=host or good.host,
+                                         api_key={"BearerToken": f"Bearer {token}" if token else
+                                                  good.api_key["BearerToken"]})
+    configuration.ssl_ca_cert = good.ssl_ca_cert
     configuration.retries = False
     return client.ApiClient(configuration)
 
@@ -41,14 +42,13 @@ def test_setup_connected(stack):
     assert result.passed, result
     assert result.reason == (f"connected to Kubernetes v1.36.0 at {host}: 4 nodes (gpulab-control-plane, "
                              "gpulab-worker, gpulab-worker2, gpulab-worker3)")
-    bad = _client_for(stack, token="not-the-token"); print("DBG", bad.configuration.auth_settings()); from gpulab.learner.reader import ClusterReader as CR; r = CR(bad); print("DBG3", r.api_client is bad, r.core.api_client is bad); print("DBG5", checks.run("setup.connected", client=bad), checks.__file__)
-    refused = checks.run("setup.connected", client=bad)
+    refused = checks.run("setup.connected", client=_client_for(stack, token="not-the-token"))
     assert not refused.passed
     assert refused.reason == ("the API server refused the request (401 Unauthorized): the kubeconfig's credentials "
                               "are not valid for this cluster")
     unreachable = checks.run("setup.connected", client=_client_for(stack, host="https://127.0.0.1:9"))
     assert not unreachable.passed
-    assert unreachable.reason.startswith("cannot reach the API server: ")
+    assert unreachable.reason == "cannot reach the API server at https://127.0.0.1:9 ([Errno 111] Connection refused)"
     assert "gpulab cluster status" in unreachable.hint
 
 

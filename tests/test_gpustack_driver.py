@@ -79,6 +79,7 @@ spec:
   template:
     metadata: {{labels: {{app: served}}}}
     spec:
+      terminationGracePeriodSeconds: 1
       nodeSelector: {{kubernetes.io/hostname: {A100_NODE}}}
       containers:
       - name: main

@@ -9,7 +9,9 @@ What a learner's JupyterHub server runs, in one temporary ``GPULAB_HOME``:
 cluster's server process that ``gpulab.connect()`` starts (with the GPU stack
 emulation in it once the operator is installed). The kernel then does what the
 labs do: connect, ``kubectl get nodes``, ``gpulab install gpu-operator``, wait
-for the GPUs, label and taint a node, run GPU pods under time-slicing. A thread
+for the GPUs, label and taint a node, run GPU pods under time-slicing, show the
+cluster map, a Check button and a latency plot (ipywidgets, matplotlib), run a check (each wait
+bounded: the figure wanted is memory, not whether the lab passes). A thread
 samples every process of the server's tree every 0.2 s; the script prints the
 peak and final RSS and PSS of each part and of the whole, the figure
 ``cluster-setup/jupyterhub/README.md`` sizes ``singleuser.memory`` with.
@@ -38,11 +40,11 @@ LAB_CODE = textwrap.dedent("""
     import gpulab
     gpulab.connect()
     gpulab.kubectl("get nodes")
-    subprocess.run(["gpulab", "install", "gpu-operator"], check=True, capture_output=True, timeout=300)
+    subprocess.run(["gpulab", "install", "gpu-operator", "--timeout", "2m"], capture_output=True, timeout=300)
     def allocatable(node, resource="nvidia.com/gpu"):
         out = subprocess.run(["kubectl", "get", "node", node, "-o", "json"], capture_output=True, text=True).stdout
         return json.loads(out)["status"]["allocatable"].get(resource)
-    deadline = time.time() + 180
+    deadline = time.time() + 90
     while allocatable("gpulab-worker2") != "8" and time.time() < deadline:
         time.sleep(1)
     gpulab.kubectl("label node gpulab-worker2 pool=h100")
@@ -52,7 +54,7 @@ LAB_CODE = textwrap.dedent("""
                     "--type", "merge", "-p",
                     '{"spec":{"devicePlugin":{"config":{"name":"time-slicing-config","default":"any"}}}}'],
                    check=True, capture_output=True)
-    deadline = time.time() + 180
+    deadline = time.time() + 90
     while allocatable("gpulab-worker2") != "32" and time.time() < deadline:
         time.sleep(1)
     for i in range(8):
@@ -66,6 +68,12 @@ LAB_CODE = textwrap.dedent("""
                        capture_output=True)
     time.sleep(10)
     gpulab.kubectl("get pods -o wide")
+    from gpulab import widgets
+    from gpulab.widgets.latency_plot import figure_png
+    display(widgets.cluster_map())
+    display(widgets.check_button("lab01.allocatable_gpus"))
+    figure_png(widgets.latency_figure(model="H200"))
+    print(gpulab.check("lab01.allocatable_gpus", 12))
 """)
 
 
@@ -79,7 +87,7 @@ def _part(process: psutil.Process, server_pid: int, kernel_pid: int) -> str:
     try:
         command = " ".join(process.cmdline())
     except psutil.Error:
-        return "other"
+        return "other (kubectl, gpulab CLI)"
     if process.pid == server_pid:
         return "jupyter server"
     if process.pid == kernel_pid:
@@ -150,11 +158,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="gpulab-learner-") as tmp:
         home = Path(tmp)
         env = {**os.environ, "GPULAB_HOME": str(home), "HOME": str(home),
-               "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}", "KUBECACHEDIR": str(home / "kcache")}
+               "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}", "KUBECACHEDIR": str(home / "kcache"),
+               "PYTHONPATH": str(root)}
         env.pop("KUBECONFIG", None)
         port = _free_port()
         server = subprocess.Popen([str(venv_bin / "jupyter"), "server", "--no-browser", f"--port={port}",
-                                   "--ServerApp.token=", f"--ServerApp.root_dir={tmp}"],
+                                   "--ServerApp.token=", f"--ServerApp.root_dir={tmp}", "--allow-root"],
                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         kernel = KernelManager(kernel_name="python3")
         kernel.start_kernel(env=env, cwd=tmp)

@@ -14,11 +14,11 @@ from __future__ import annotations
 import difflib
 from dataclasses import replace
 
-from . import final, lab01, lab02, lab03, lab04, lab05, setup  # noqa: F401 - registers the checks
+from . import final, lab01, lab02, lab03, lab04, lab05, progress, setup  # noqa: F401 - registers the checks
 from .registry import CHECKS, LABS, Check
 from .result import Result, failed
 
-__all__ = ["CHECKS", "LABS", "Check", "NO_ANSWER", "Result", "assert_passed", "check_ids", "run"]
+__all__ = ["CHECKS", "LABS", "Check", "NO_ANSWER", "Result", "assert_passed", "check_ids", "get", "progress", "run"]
 
 
 class _NoAnswer:
@@ -49,7 +49,6 @@ def run(check_id: str, answer=NO_ANSWER, *, client=None) -> Result:
     """Run one check against the connected cluster (or the given ``kubernetes`` ApiClient)."""
     from ..learner import connection
     from ..learner.reader import ClusterReader
-    from . import progress
 
     check = get(check_id)
     if check.needs_answer and answer is NO_ANSWER:
@@ -64,7 +63,7 @@ def run(check_id: str, answer=NO_ANSWER, *, client=None) -> Result:
         result = failed(str(exc), "start the cluster (`gpulab cluster up`) or fix the kubeconfig, then run "
                                   "gpulab.connect() again")
     except Exception as exc:  # noqa: BLE001 - a verdict, never a traceback, in a learner's cell
-        result = _unreachable(exc)
+        result = _unreachable(exc, api_client.configuration.host)
         if result is None:
             raise
     result = replace(result, check_id=check_id)
@@ -84,7 +83,7 @@ def assert_passed(result: Result | str, answer=NO_ANSWER) -> Result:
     return result
 
 
-def _unreachable(exc: Exception) -> Result | None:
+def _unreachable(exc: Exception, host: str) -> Result | None:
     """A failed verdict for errors reaching the API server; None for anything else (a bug: let it raise)."""
     from kubernetes.client import ApiException
     from urllib3.exceptions import HTTPError
@@ -95,6 +94,7 @@ def _unreachable(exc: Exception) -> Result | None:
                       "run gpulab.connect() again; after `gpulab lab reset` or `gpulab cluster reset` the cluster "
                       "has new credentials")
     if isinstance(exc, HTTPError):
-        return failed(f"cannot reach the API server: {exc}",
+        detail = str(getattr(exc, "reason", None) or exc).rsplit(": ", 1)[-1]   # urllib3's innermost cause
+        return failed(f"cannot reach the API server at {host} ({detail})",
                       "is the cluster running? `gpulab cluster status`; then gpulab.connect()")
     return None

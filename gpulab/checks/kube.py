@@ -37,7 +37,7 @@ def tolerated(pod: dict, taint: dict) -> bool:
 
 
 def taint_text(taint: dict) -> str:
-    """``key=value:Effect`` as ``kubectl taint`` and ``kubectl describe node`` write it (``key:Effect`` without value)."""
+    """``key=value:Effect`` as ``kubectl describe node`` writes it (``key:Effect`` without a value)."""
     value = taint.get("value")
     return f"{taint.get('key')}{'=' + value if value else ''}:{taint.get('effect')}"
 
@@ -62,7 +62,7 @@ def quantity(value) -> Decimal:
 
 
 def container_request(container: dict, resource: str) -> Decimal:
-    """A container's request for ``resource``: its request, or its limit (the API server defaults one from the other)."""
+    """A container's request for ``resource``: its request, else its limit (which the request defaults to)."""
     resources = container.get("resources") or {}
     for part in ("requests", "limits"):
         value = (resources.get(part) or {}).get(resource)

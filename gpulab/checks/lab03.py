@@ -21,6 +21,11 @@ FRACTION_PROBE = {
 }
 
 
+def _required_terms(pod: dict) -> list[dict]:
+    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    return (affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
+
+
 def product_selection(pod: dict) -> tuple[str, list[str]]:
     """How the pod picks its node by GPU product: ("selector"|"affinity", product values), or ("", [])."""
     spec = pod.get("spec") or {}
@@ -36,11 +41,6 @@ def product_selection(pod: dict) -> tuple[str, list[str]]:
             return "", []
         values += [v for e in matching for v in e.get("values") or []]
     return ("affinity", values) if terms else ("", [])
-
-
-def _required_terms(pod: dict) -> list[dict]:
-    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
-    return (affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
 
 
 def _pinned_by_name(pod: dict) -> bool:
@@ -126,16 +126,17 @@ def pending_reason(cluster, answer) -> Result:
 
 @check("lab03.fraction_refused", "answer: why nvidia.com/gpu: 0.5 is refused", answer=True)
 def fraction_refused(cluster, answer) -> Result:
-    error = cluster.dry_run_create_pod(FRACTION_PROBE, NAMESPACE)
-    if error is None:
+    status = cluster.dry_run_create_pod(FRACTION_PROBE, NAMESPACE)
+    if status is None:
         return failed(f"this cluster accepted a pod asking for {GPU}: 0.5, so there is no refusal to explain",
                       "the API servers this course targets refuse it; are you connected to the right cluster?")
-    detail = error.rsplit(": ", 1)[-1]
+    causes = (status.get("details") or {}).get("causes") or [{"message": status.get("message", "")}]
+    detail = causes[0].get("message", "").rsplit(": ", 1)[-1]     # "must be an integer"
     given = normalise(answer)
     hint = (f"try it: `kubectl apply --dry-run=server -f` a pod with {GPU}: 0.5 in its limits, and read "
             "the error")
-    if detail.lower() in given or re.search(r"\b(integers?|whole|fractions?|fractional)\b", given):
-        return passed(f"right: the API server refuses it before it is stored: {error}")
+    if (detail and detail.lower() in given) or re.search(r"\b(integers?|whole|fractions?|fractional)\b", given):
+        return passed(f"right: the API server refuses it before it is stored: {status.get('message')}")
     if re.search(r"insufficient|pending|schedul|no node|not enough", given):
         return failed(f"{given!r} describes scheduling, but the pod never reaches the scheduler: the API server "
                       "refuses it when it is created", hint)

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import re
 
+from ..learner.reader import established
 from .answers import as_int
 from .kube import condition, is_running, owned_by, phase
 from .registry import check
 from .result import Result, failed, passed
-from ..learner.reader import established
 
 NAMESPACE = "default"
 JOBS = ("train-a", "train-b")
@@ -102,7 +102,7 @@ def _gang_problem(cluster, job_name: str, job: dict | None) -> str | None:
     scheduler = (template.get("spec") or {}).get("schedulerName") or "default-scheduler"
     if scheduler != SECOND_SCHEDULER:
         return f"{job_name}'s pods are scheduled by {scheduler}, which does not know PodGroups"
-    podgroup = cluster.custom_object(*PODGROUPS[:2], PODGROUPS[2], group, NAMESPACE)
+    podgroup = cluster.custom_object(*PODGROUPS, group, NAMESPACE)
     if podgroup is None:
         return f"{job_name}'s pods name PodGroup {group}, which does not exist in namespace {NAMESPACE}"
     min_member = int((podgroup.get("spec") or {}).get("minMember") or 0)

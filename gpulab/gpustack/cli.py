@@ -20,6 +20,7 @@ from pathlib import Path
 
 CHART_NAMES = ("gpu-operator", "nvidia/gpu-operator")
 LEASE_WAIT_SECONDS = 8.0
+UNREACHABLE_EXIT_SECONDS = 60.0     # a background reconciler outlives its cluster by a minute at most
 
 
 def _duration(text: str) -> float:
@@ -82,6 +83,8 @@ def add_gpustack(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--kube-context", dest="context", help="kubeconfig context to use")
     run.add_argument("-n", "--namespace", default="gpu-operator", help="operator namespace (default: gpu-operator)")
     run.add_argument("-v", "--verbose", action="store_true", help="log every reconcile")
+    run.add_argument("--exit-when-unreachable", type=float, metavar="SECONDS",
+                     help="stop once the API server has been unreachable this long (the cluster is gone)")
     p.set_defaults(func=_run_gpustack)
 
 
@@ -162,7 +165,7 @@ def _run_uninstall(args: argparse.Namespace) -> int:
 def _lease_fresh(kube) -> bool:
     from datetime import datetime, timezone
 
-    from kubernetes.client.exceptions import ApiException
+    from .client import ApiException
 
     from .reconciler import LEASE_NAME, LEASE_NAMESPACE, LEASE_SECONDS, LEASES
 
@@ -187,7 +190,8 @@ def _ensure_reconciler(kube, args: argparse.Namespace) -> None:
     log_dir = Path(os.environ.get("GPULAB_HOME") or Path.home() / ".gpulab")
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / "gpustack.log"
-    command = [sys.executable, "-m", "gpulab.cli", "gpustack", "run", "--namespace", args.namespace]
+    command = [sys.executable, "-m", "gpulab.cli", "gpustack", "run", "--namespace", args.namespace,
+               "--exit-when-unreachable", str(UNREACHABLE_EXIT_SECONDS)]
     kubeconfig = _kubeconfig(args.kubeconfig)
     if kubeconfig:
         command += ["--kubeconfig", kubeconfig]
@@ -209,7 +213,8 @@ def _run_gpustack(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    stack = GpuStack(Kube.from_kubeconfig(_kubeconfig(args.kubeconfig), args.context), args.namespace)
+    stack = GpuStack(Kube.from_kubeconfig(_kubeconfig(args.kubeconfig), args.context), args.namespace,
+                     exit_when_unreachable=args.exit_when_unreachable)
 
     def stop(*_: object) -> None:
         stack.stop.set()

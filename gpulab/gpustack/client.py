@@ -15,14 +15,40 @@ same code drives kind or any other cluster.
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import orjson
-from kubernetes import config as kube_config
-from kubernetes import watch as kube_watch
-from kubernetes.client import ApiClient
-from kubernetes.client.exceptions import ApiException
+
+
+def _import_official_client():
+    """``import kubernetes`` without its optional schema validator.
+
+    ``kubernetes/__init__`` imports ``kubernetes.dynamic``, which imports ``kubernetes_validate`` when
+    it is installed (it is: the embedded cluster reads its schema files) and with it jsonschema and a
+    lark grammar compiled at import time, seconds of CPU for a validation the stack never uses. A
+    ``None`` entry in ``sys.modules`` makes that optional import fail fast; it is removed right after,
+    so anything else in the process can still import the package.
+    """
+    blocked = "kubernetes_validate" not in sys.modules
+    if blocked:
+        sys.modules["kubernetes_validate"] = None  # type: ignore[assignment]
+    try:
+        import kubernetes.client
+        import kubernetes.config
+        import kubernetes.watch
+    finally:
+        if blocked and sys.modules.get("kubernetes_validate", 0) is None:
+            del sys.modules["kubernetes_validate"]
+    return kubernetes
+
+
+_kubernetes = _import_official_client()
+kube_config = _kubernetes.config
+kube_watch = _kubernetes.watch
+ApiClient = _kubernetes.client.ApiClient
+ApiException = _kubernetes.client.exceptions.ApiException
 
 log = logging.getLogger("gpulab.gpustack.client")
 

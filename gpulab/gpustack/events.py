@@ -12,7 +12,7 @@ import logging
 import uuid
 from datetime import datetime, timezone
 
-from kubernetes.client.exceptions import ApiException
+from .client import ApiException
 
 from . import client
 

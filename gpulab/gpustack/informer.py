@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Callable, Hashable
 
-from kubernetes.client.exceptions import ApiException
+from .client import ApiException
 from urllib3.exceptions import HTTPError
 
 from .client import Kube, Resource

@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 import yaml
-from kubernetes.client.exceptions import ApiException
+from .client import ApiException
 
 from . import chart, client, nfd
 
@@ -312,13 +312,16 @@ def install(kube: client.Kube, *, release: str = DEFAULT_RELEASE, namespace: str
 def upgrade(kube: client.Kube, *, release: str = DEFAULT_RELEASE, namespace: str = DEFAULT_NAMESPACE,
             version: str | None = None, sets: list[str] | None = None, reuse_values: bool = False,
             wait: bool = True, timeout: float = 300.0) -> Release:
-    """``helm upgrade RELEASE nvidia/gpu-operator [--version] [--set] [--reuse-values]``."""
+    """``helm upgrade RELEASE nvidia/gpu-operator [--version] [--set] [--reuse-values]``.
+
+    Without ``--version`` the release keeps its chart version (Helm would take the repository's newest).
+    """
     found = current_release(kube, release, namespace)
     if found is None:
         raise InstallError(f'"{release}" has no deployed releases')
     previous, doc = found
     try:
-        canonical = chart.normalise_version(version)
+        canonical = chart.normalise_version(version or previous.version)
         overrides = chart.parse_set(sets or [])
         if reuse_values:
             overrides = chart._coalesce(previous.values, overrides)  # noqa: SLF001 - Helm's own merge

@@ -32,12 +32,12 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from kubernetes.client.exceptions import ApiException
+from .client import ApiException
 from urllib3.exceptions import HTTPError
 
 from . import allocation, client, driver, migmanager, nfd, operator, validator
 from .deviceplugin import (CONFIG_LABEL, ENDPOINT_STOP_GRACE_SECONDS, PLUGIN_RESOURCES_ANNOTATION, LoadedConfig,
-                           choose_config, plugin_devices)
+                           choose_config, node_resources, plugin_devices)
 from .events import Recorder
 from .gfd import GfdError, gfd_labels
 from .mig import MigPartedError
@@ -56,6 +56,7 @@ LEASE_NAMESPACE = "kube-system"
 LEASE_SECONDS = 45
 LEASES = client.Resource("coordination.k8s.io/v1", "leases")
 HASH_ANNOTATION = "nvidia.com/last-applied-hash"
+PLUGIN_FAILED_REASON = "DevicePluginFailed"
 TERMINAL = ("Succeeded", "Failed")
 
 
@@ -92,8 +93,11 @@ def _diff(old: dict[str, str], new: dict[str, str]) -> dict[str, str | None]:
 class GpuStack:
     """The reconciler; ``run()`` blocks until ``stop`` is set."""
 
-    def __init__(self, kube: client.Kube, namespace: str = DEFAULT_NAMESPACE, *, identity: str | None = None):
+    def __init__(self, kube: client.Kube, namespace: str = DEFAULT_NAMESPACE, *, identity: str | None = None,
+                 exit_when_unreachable: float | None = None):
         self.kube = kube
+        self.exit_when_unreachable = exit_when_unreachable
+        self._unreachable_since: float | None = None
         self.namespace = namespace
         self.identity = identity or f"{socket.gethostname()}_{os.getpid()}"
         self.stop = threading.Event()
@@ -110,15 +114,32 @@ class GpuStack:
         self._mig_handled: dict[str, tuple[str, str]] = {}                       # node -> (manager uid, config)
         self._leader = False
         self._lease_renewed = 0.0
+        self._index_lock = threading.Lock()
+        self._pods_by_node: dict[str, dict[tuple[str, str], dict]] = {}          # node -> pods bound to it
+        self._ensured: set[tuple[str, str, str]] = set()                          # (policy uid, plural, name)
+        self._plugin_errors: dict[str, str] = {}                                  # plugin pod uid -> reported error
 
     # --- event handlers: changes become keys ---------------------------------------------------
     def _on_node(self, kind: str, node: dict, old: dict | None) -> None:
+        if kind == "MODIFIED" and old is not None and _relevant(node) == _relevant(old):
+            return      # a kubelet heartbeat: nothing any component reads has changed
         self.queue.add(("node", node["metadata"]["name"]))
-        if kind != "MODIFIED":
+        state = (_meta(node).get("labels") or {}).get(driver.UPGRADE_STATE_LABEL)
+        if kind != "MODIFIED" or state != (_meta(old or {}).get("labels") or {}).get(driver.UPGRADE_STATE_LABEL):
             self.queue.add(("policy",))
 
     def _on_pod(self, kind: str, pod: dict, old: dict | None) -> None:
         node = (pod.get("spec") or {}).get("nodeName") or ((old or {}).get("spec") or {}).get("nodeName")
+        key = (_meta(pod).get("namespace", ""), _meta(pod)["name"])
+        with self._index_lock:
+            if old is not None:
+                previous = (old.get("spec") or {}).get("nodeName")
+                if previous and previous != node:
+                    self._pods_by_node.get(previous, {}).pop(key, None)
+            if kind == "DELETED":
+                self._pods_by_node.get(node or "", {}).pop(key, None)
+            elif node:
+                self._pods_by_node.setdefault(node, {})[key] = pod
         if _meta(pod).get("namespace") == self.namespace and operand_app(pod) == OPERATOR_APP:
             self._all_nodes()
             self.queue.add(("policy",))
@@ -142,14 +163,14 @@ class GpuStack:
     # --- loop ----------------------------------------------------------------------------------
     def run(self) -> None:
         while not self.stop.is_set() and not self._hold_lease():
-            self.stop.wait(LEASE_SECONDS / 3)
+            self.stop.wait(LEASE_SECONDS / 9 if self._unreachable_since else LEASE_SECONDS / 3)
         for informer in (self.nodes, self.pods, self.configmaps, self.daemonsets, self.policies):
             informer.start()
         for informer in (self.nodes, self.pods, self.configmaps, self.daemonsets):
             informer.synced.wait(30)
         while not self.stop.is_set():
             if not self._hold_lease():
-                self.stop.wait(LEASE_SECONDS / 3)
+                self.stop.wait(LEASE_SECONDS / 9 if self._unreachable_since else LEASE_SECONDS / 3)
                 continue
             key = self.queue.get(self.stop, idle=1.0)
             if key is None:
@@ -197,10 +218,19 @@ class GpuStack:
                     lease["spec"]["acquireTime"] = spec.get("acquireTime", stamp)
                 lease["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
                 self.kube.update(LEASES, lease)
-        except (ApiException, HTTPError, OSError) as exc:
+        except ApiException as exc:
             log.debug("lease: %s", exc)
             self._leader = False
             return False
+        except (HTTPError, OSError) as exc:
+            log.debug("lease: %s", exc)
+            self._leader = False
+            self._unreachable_since = self._unreachable_since or now
+            if self.exit_when_unreachable is not None and now - self._unreachable_since > self.exit_when_unreachable:
+                log.info("the API server has been unreachable for %.0f s; stopping", now - self._unreachable_since)
+                self.stop.set()
+            return False
+        self._unreachable_since = None
         if not self._leader:
             self.queue.add(("policy",))
             self._all_nodes()
@@ -231,7 +261,8 @@ class GpuStack:
                    if _meta(p).get("namespace") == self.namespace)
 
     def pods_on(self, node: str) -> list[dict]:
-        return [p for p in self.pods.items() if (p.get("spec") or {}).get("nodeName") == node]
+        with self._index_lock:
+            return list(self._pods_by_node.get(node, {}).values())
 
     def operands_on(self, pods_here: list[dict]) -> dict[str, dict]:
         """app -> the running operand pod of that app on the node."""
@@ -366,8 +397,11 @@ class GpuStack:
         devices: dict = {}
         if plugin is not None and driver_version and loaded is not None:
             devices, error = plugin_devices(name, layout, strategy, loaded)
-            if error:
-                log.info("device plugin on %s cannot start: %s", name, error)
+            uid = _meta(plugin)["uid"]
+            if error and self._plugin_errors.get(uid) != error:
+                self._plugin_errors[uid] = error
+                self.recorder.event({**plugin, "kind": "Pod", "apiVersion": "v1"}, "Warning",
+                                    PLUGIN_FAILED_REASON, error, host=name)
         for resource, listed in devices.items():
             endpoints[resource] = {"count": len(listed), "healthy": len(listed), "stopped": None}
         for resource, endpoint in list(endpoints.items()):
@@ -397,11 +431,12 @@ class GpuStack:
 
     def _write_capacity(self, node: dict, endpoints: dict[str, dict]) -> None:
         status = node.get("status") or {}
-        patch: dict[str, dict] = {"capacity": {}, "allocatable": {}}
-        for field, value_of in (("capacity", "count"), ("allocatable", "healthy")):
+        wanted = node_resources({r: e["count"] for r, e in endpoints.items()},
+                                {r: e["healthy"] for r, e in endpoints.items()})
+        patch: dict[str, dict] = {}
+        for field in ("capacity", "allocatable"):
             current = {k: v for k, v in (status.get(field) or {}).items() if k.startswith("nvidia.com/")}
-            wanted = {r: str(e[value_of]) for r, e in endpoints.items()}
-            patch[field] = _diff(current, wanted)
+            patch[field] = _diff(current, wanted[field])
         if patch["capacity"] or patch["allocatable"]:
             self.kube.patch(client.NODES, node["metadata"]["name"], {"status": patch}, subresource="status",
                             manager="kubelet")
@@ -575,12 +610,13 @@ class GpuStack:
             if resource is client.DAEMONSETS:
                 wanted_ds.add(obj["metadata"]["name"])
                 self._apply_daemonset(obj)
-            else:
+            elif (_meta(policy)["uid"], resource.plural, obj["metadata"]["name"]) not in self._ensured:
                 try:
                     self.kube.create(resource, obj, self.namespace)
                 except ApiException as exc:
                     if exc.status != 409:
                         raise
+                self._ensured.add((_meta(policy)["uid"], resource.plural, obj["metadata"]["name"]))
         owner_uid = _meta(policy)["uid"]
         for ds in self.daemonsets.items():
             owned = any(ref.get("uid") == owner_uid for ref in _meta(ds).get("ownerReferences") or [])
@@ -625,6 +661,10 @@ class GpuStack:
         if ds is None:
             return
         upgrade = driver.UpgradePolicy.from_spec(spec)
+        # The state machine must not step twice on a stale cache: nodes mid-upgrade are read afresh.
+        nodes = [self.kube.get(client.NODES, _meta(n)["name"])
+                 if (_meta(n).get("labels") or {}).get(driver.UPGRADE_STATE_LABEL, driver.UPGRADE_DONE)
+                 not in (driver.UPGRADE_DONE, driver.UPGRADE_FAILED) else n for n in nodes]
         in_flight = sum(1 for n in nodes if (_meta(n).get("labels") or {}).get(driver.UPGRADE_STATE_LABEL)
                         in driver.IN_PROGRESS)
         for node in sorted(nodes, key=lambda n: _meta(n)["name"]):
@@ -686,6 +726,14 @@ class GpuStack:
         self.recorder.event({**node, "kind": "Node", "apiVersion": "v1"}, "Normal", driver.UPGRADE_EVENT_REASON,
                             driver.event_message(state))
         self.queue.add_after(("policy",), 0.2)
+
+
+def _relevant(node: dict) -> tuple:
+    """What the stack reads from a Node (everything but heartbeats and conditions)."""
+    meta = _meta(node)
+    status = node.get("status") or {}
+    return (meta.get("labels"), meta.get("annotations"), node.get("spec"), status.get("capacity"),
+            status.get("allocatable"), status.get("nodeInfo"))
 
 
 def _containers_ready(pod: dict) -> bool:

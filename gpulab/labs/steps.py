@@ -13,7 +13,7 @@ from importlib import resources
 
 import yaml
 
-from ..checks.gpus import GPU_TAINT, family, gpu_nodes, name, product
+from ..checks.gpus import GPU_TAINT, family, gpu_nodes, name, nvidia_allocatable, product
 from ..checks.kube import is_running, phase, taint_text, unschedulable_message
 from ..learner.reader import ClusterReader
 
@@ -59,13 +59,18 @@ class GpuOperator:
         from ..gpustack.install import install
 
         install(Kube(api_client), sets=list(self.sets), wait=False)
-        reader = lambda: ClusterReader(api_client)  # noqa: E731 - a fresh snapshot per poll
-        wait_until("the ClusterPolicy to be ready", lambda: any(
-            (p.get("status") or {}).get("state") == "ready"
-            for p in reader().custom_objects("nvidia.com", "v1", "clusterpolicies")), OPERATOR_TIMEOUT)
-        wait_until("GPU Feature Discovery to label the GPU nodes and the device plugin to advertise them",
-                   lambda: (nodes := gpu_nodes(reader().nodes())) and all(product(n) for n in nodes),
-                   OPERATOR_TIMEOUT)
+
+        def policy_ready() -> bool:
+            policies = ClusterReader(api_client).custom_objects("nvidia.com", "v1", "clusterpolicies")
+            return any((p.get("status") or {}).get("state") == "ready" for p in policies)
+
+        def gpus_advertised() -> bool:
+            nodes = gpu_nodes(ClusterReader(api_client).nodes())
+            return bool(nodes) and all(product(n) and any(nvidia_allocatable(n).values()) for n in nodes)
+
+        wait_until("the ClusterPolicy to be ready", policy_ready, OPERATOR_TIMEOUT)
+        wait_until("GPU Feature Discovery to label the GPU nodes and the device plugin to advertise their GPUs",
+                   gpus_advertised, OPERATOR_TIMEOUT)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ class ConnectError(RuntimeError):
     """The cluster cannot be reached; the message says what to do."""
 
 
-@dataclass
+@dataclass(repr=False)
 class Connection:
     mode: str                      # EMBEDDED or KUBECONFIG
     kubeconfig: Path | None        # None: kubectl's default lookup ($KUBECONFIG list or ~/.kube/config)
@@ -56,7 +56,7 @@ class Connection:
         context = f", context {self.context}" if self.context else ""
         return f"Connected to {where} at {self.server}{context}."
 
-    def __str__(self) -> str:
+    def __repr__(self) -> str:
         return self.describe()
 
     def _repr_html_(self) -> str:
@@ -145,9 +145,10 @@ def _client(path: Path | None, context: str | None):
     from kubernetes import config
     from kubernetes.config.config_exception import ConfigException
 
+    # kubernetes.config reads $KUBECONFIG once, at import; read it now, as kubectl does (a list of paths works).
+    source = str(path) if path else (os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config"))
     try:
-        return config.new_client_from_config(config_file=str(path) if path else None, context=context,
-                                             persist_config=False)
+        return config.new_client_from_config(config_file=source, context=context, persist_config=False)
     except ConfigException as exc:
         raise ConnectError(f"cannot use the kubeconfig: {exc}") from None
 

@@ -64,13 +64,6 @@ class ClusterReader:
     def pod(self, name: str, namespace: str = "default") -> dict | None:
         return self._optional(lambda: self.core.read_namespaced_pod(name, namespace, _preload_content=False))
 
-    def events(self, namespace: str, field_selector: str) -> list[dict]:
-        return self._json(self.core.list_namespaced_event(namespace, field_selector=field_selector,
-                                                          _preload_content=False))["items"]
-
-    def namespace(self, name: str) -> dict | None:
-        return self._optional(lambda: self.core.read_namespace(name, _preload_content=False))
-
     # --- workloads ----------------------------------------------------------
     def deployment(self, name: str, namespace: str = "default") -> dict | None:
         return self._optional(lambda: self.apps.read_namespaced_deployment(name, namespace, _preload_content=False))
@@ -115,17 +108,17 @@ class ClusterReader:
         return self._json(response)["items"]
 
     # --- writes that only ask the server's opinion -----------------------------------
-    def dry_run_create_pod(self, pod: dict, namespace: str = "default") -> str | None:
-        """Create ``pod`` with ``dryRun=All``: None if the API server accepts it, else its error message."""
+    def dry_run_create_pod(self, pod: dict, namespace: str = "default") -> dict | None:
+        """Create ``pod`` with ``dryRun=All``: None if the API server accepts it, else its ``Status`` (a dict)."""
         from kubernetes.client import ApiException
 
         try:
             self.core.create_namespaced_pod(namespace, pod, dry_run="All", _preload_content=False)
         except ApiException as exc:
             try:
-                return json.loads(exc.body)["message"]
-            except (TypeError, ValueError, KeyError):
-                return f"{exc.status} {exc.reason}"
+                return json.loads(exc.body)
+            except (TypeError, ValueError):
+                return {"message": f"{exc.status} {exc.reason}"}
         return None
 
 

@@ -59,14 +59,16 @@ def verdict(rows: list[dict], budget_ms: float) -> dict:
         return result
     fits = 0 if alone is not None else None
     for row in shared:
-        if not _within(row, budget_ms):
-            result["max_neighbours_within_budget"] = fits
-            share = (f"at most {fits + 1} pods per GPU (time-slicing replicas <= {fits + 1})" if fits is not None
-                     else "fewer neighbours")
-            result["verdict"] = (f"over budget with {row['neighbors']} busy neighbour(s) at duty {busiest:g}: p99 "
-                                 f"{row['p99_ms']:.2f} ms > {budget_ms:g} ms. Share this GPU between {share}, or "
-                                 "give this workload a MIG slice or a whole GPU.")
-            return result
+        if _within(row, budget_ms):
+            fits = row["neighbors"]
+            continue
+        result["max_neighbours_within_budget"] = fits
+        share = (f"Share this GPU between at most {fits + 1} pods (time-slicing replicas <= {fits + 1})"
+                 if fits is not None else f"Share this GPU with fewer than {row['neighbors']} busy neighbours")
+        result["verdict"] = (f"over budget with {row['neighbors']} busy neighbour(s) at duty {busiest:g}: p99 "
+                             f"{row['p99_ms']:.2f} ms > {budget_ms:g} ms. {share}, or give this workload a MIG "
+                             "slice or a whole GPU.")
+        return result
     most = shared[-1]["neighbors"] if shared else 0
     result["max_neighbours_within_budget"] = most
     result["verdict"] = (f"within budget: p99 <= {budget_ms:g} ms with up to {most} busy neighbour(s), the most "

@@ -119,8 +119,7 @@ def _lease_holder(kube: client.Kube) -> str | None:
 
 def _hardware(report: Report, nodes: list[dict], gpu_nodes: list[dict]) -> None:
     if report.emulated:
-        listed = ", ".join(f"{_name(n)} ({c}x {m})" for n in gpu_nodes if (hw := _emulated_hardware(n))
-                           for m, c in [hw])
+        listed = ", ".join(f"{_name(n)} ({hw[1]}x {hw[0]})" for n in gpu_nodes if (hw := _emulated_hardware(n)))
         report.add("ok", "GPU hardware", f"{len(gpu_nodes)} of {len(nodes)} nodes have simulated GPUs: {listed}")
     elif gpu_nodes:
         report.add("ok", "GPU hardware", f"{len(gpu_nodes)} of {len(nodes)} nodes have NVIDIA GPUs (NFD's "
@@ -135,8 +134,7 @@ def _operator(report: Report, kube: client.Kube, namespace: str, install: str) -
     """The operator Deployment's namespace and whether it is ready."""
     found = _items(kube, client.DEPLOYMENTS, namespace, label_selector=OPERATOR_SELECTOR)
     if not found:
-        found = [d for d in kube.request("GET", "/apis/apps/v1/deployments",
-                                         query=[("labelSelector", OPERATOR_SELECTOR)])["items"]]
+        found = kube.request("GET", "/apis/apps/v1/deployments", query=[("labelSelector", OPERATOR_SELECTOR)])["items"]
     if not found:
         report.add("missing", "GPU Operator", f"no Deployment labelled {OPERATOR_SELECTOR} in any namespace",
                    install)
@@ -163,7 +161,9 @@ def _policy(report: Report, kube: client.Kube, namespace: str, install: str, crd
         status = policy.get("status") or {}
         state = status.get("state") or "(no state yet)"
         spec = policy.get("spec") or {}
-        pins = (f"driver {spec.get('driver', {}).get('version', '?')}, toolkit "
+        driver = spec.get("driver") or {}
+        pinned = "preinstalled (driver.enabled=false)" if driver.get("enabled") is False else driver.get("version", "?")
+        pins = (f"driver {pinned}, toolkit "
                 f"{spec.get('toolkit', {}).get('version', '?')}, device plugin "
                 f"{spec.get('devicePlugin', {}).get('version', '?')}, mig.strategy "
                 f"{spec.get('mig', {}).get('strategy', 'single')}")
@@ -306,9 +306,9 @@ def render(report: Report) -> str:
         if finding.node != current:
             current = finding.node
             lines.append("" if finding.node is None else f"\nnode {finding.node}")
-        lines.append(f"  {finding.status:<8} {finding.subject:<36} {finding.detail}")
+        lines.append(f"  {finding.status:<8} {finding.subject:<46} {finding.detail}")
         if finding.next:
-            lines.append(f"  {'':<8} {'':<36} next: {finding.next}")
+            lines.append(f"  {'':<8} {'':<46} next: {finding.next}")
     missing = report.missing
     if missing:
         first = next((f.next for f in missing if f.next), None)

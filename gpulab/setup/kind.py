@@ -202,7 +202,8 @@ def up(name: str = "gpulab", config: Path = DEFAULT_CONFIG, gpus_file: Path = DE
     try:
         cluster = kindconfig.load(Path(config).read_text())
     except OSError as exc:
-        raise KindError(f"cannot read the kind config {config}: {exc.strerror}") from None
+        raise KindError(f"cannot read the kind config {config}: {exc.strerror} (pass --config; the default lives in "
+                        "the gpulab repository's cluster-setup/kind/)") from None
     except kindconfig.KindConfigError as exc:
         raise KindError(f"{config}: {exc}") from None
     gpus = load_simulated_gpus(gpus_file)

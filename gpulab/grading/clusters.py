@@ -1,0 +1,197 @@
+"""One fresh embedded cluster per graded notebook, started for it and removed afterwards.
+
+Each cluster gets a private ``GPULAB_HOME`` and the default name ``gpulab``, so
+its nodes carry the names the learner saw (``gpulab-worker2``) and a notebook
+that names them grades the same. The lab's starting state (``gpulab lab reset``'s
+steps, :mod:`gpulab.labs.states`) is built by the grader before the notebook
+runs, through the grader's own connection.
+
+The grader keeps that connection (the kubeconfig as written at start, CA and
+token) in memory, and the server's process identity (pid and start time): the
+learner's kernel only gets a copy of the kubeconfig, so rewriting it, pointing
+it at a fake API server, or restarting the cluster from a doctored state
+directory changes nothing the grader reads.
+
+Starting a cluster costs about two seconds, mostly the server importing its
+modules. :class:`ClusterSupply` hides that behind the previous notebook: with
+``prestart`` it starts the next cluster in a background thread as soon as one
+is taken. Clusters are removed by stopping the recorded server process and
+deleting their home rather than by ``lifecycle.reset``, which would also drop
+the context ``gpulab-gpulab`` from the instructor's ``~/.kube/config``.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ..cluster import lifecycle
+
+CLUSTER_NAME = lifecycle.DEFAULT_NAME
+BASE_DIR_ENV = "GPULAB_GRADING_DIR"     # where submission clusters live (default: the system temp directory)
+_HOME_LOCK = threading.Lock()           # lifecycle reads GPULAB_HOME from the environment
+
+
+def _start_ticks(pid: int) -> str | None:
+    """The process start time in clock ticks (/proc/PID/stat field 22): pid plus this names one process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+@dataclass
+class SubmissionCluster:
+    home: Path
+    kubeconfig: dict                       # as written at start, kept by the grader
+    pid: int
+    started: str | None
+    _client: object = field(default=None, repr=False)
+
+    @property
+    def directory(self) -> Path:
+        return self.home / "clusters" / CLUSTER_NAME
+
+    def api_client(self):
+        """The grader's own client: the credentials read when the cluster started, not the file the kernel sees."""
+        if self._client is None:
+            from kubernetes import config
+
+            self._client = config.new_client_from_config_dict(self.kubeconfig)
+        return self._client
+
+    def learner_kubeconfig(self) -> Path:
+        """A copy of the kubeconfig for the learner's kernel (which may rewrite it at will)."""
+        path = self.home / "learner" / "kubeconfig"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(self.kubeconfig, sort_keys=False))
+        path.chmod(0o600)
+        return path
+
+    def alive(self) -> bool:
+        """True while the server process the grader started still runs (not a replacement on the same port)."""
+        return self.started is not None and _start_ticks(self.pid) == self.started
+
+    def remove(self) -> None:
+        if self.alive():
+            os.kill(self.pid, signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            while self.alive() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if self.alive():
+                os.kill(self.pid, signal.SIGKILL)
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+def lab_steps(lab: str) -> tuple:
+    """The steps that build ``lab``'s starting state; none for a lab the course does not define."""
+    from ..labs import resolve
+
+    try:
+        return resolve(lab).steps
+    except KeyError:
+        return ()
+
+
+def start_cluster(lab: str, base_dir: Path | None = None) -> SubmissionCluster:
+    """A fresh embedded cluster in ``lab``'s starting state, in a new private home under ``base_dir``."""
+    base = base_dir or Path(os.environ.get(BASE_DIR_ENV) or tempfile.gettempdir())
+    base.mkdir(parents=True, exist_ok=True)
+    home = Path(tempfile.mkdtemp(prefix="grade-", dir=base))
+    try:
+        path = _up(home)
+        directory = home / "clusters" / CLUSTER_NAME
+        pid = int((directory / "server.pid").read_text())
+        cluster = SubmissionCluster(home, yaml.safe_load(path.read_text()), pid, _start_ticks(pid))
+        for step in lab_steps(lab):
+            step.apply(cluster.api_client())
+        return cluster
+    except BaseException:
+        stop_clusters_under(home)
+        shutil.rmtree(home, ignore_errors=True)
+        raise
+
+
+def _up(home: Path, attempts: int = 2) -> Path:
+    for attempt in range(attempts):
+        with _HOME_LOCK:
+            old = os.environ.get("GPULAB_HOME")
+            os.environ["GPULAB_HOME"] = str(home)
+            try:
+                return lifecycle.up(CLUSTER_NAME, server_module="gpulab.embedded")
+            except lifecycle.ClusterError:
+                if attempt == attempts - 1:   # a free port taken between choosing and binding: choose again
+                    raise
+                shutil.rmtree(home / "clusters" / CLUSTER_NAME, ignore_errors=True)
+            finally:
+                if old is None:
+                    os.environ.pop("GPULAB_HOME", None)
+                else:
+                    os.environ["GPULAB_HOME"] = old
+    raise AssertionError("unreachable")
+
+
+def stop_clusters_under(directory: Path) -> int:
+    """Stop every cluster server whose state lies under ``directory`` (after a grading process died); the count."""
+    stopped = 0
+    for pid_file in Path(directory).glob("**/clusters/*/server.pid"):
+        try:
+            pid = int(pid_file.read_text())
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if str(pid_file.parent).encode() not in f.read():   # a recycled pid: not our server
+                    continue
+            os.kill(pid, signal.SIGKILL)
+            stopped += 1
+        except (OSError, ValueError):
+            continue
+    return stopped
+
+
+class ClusterSupply:
+    """Fresh clusters for one lab, optionally one started ahead in the background."""
+
+    def __init__(self, lab: str, base_dir: Path | None = None, prestart: bool = False):
+        self.lab, self.base_dir, self.prestart = lab, base_dir, prestart
+        self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpulab-cluster-start")
+        self._spare: Future | None = None
+
+    def take(self) -> SubmissionCluster:
+        future = self._spare or self._starter.submit(start_cluster, self.lab, self.base_dir)
+        self._spare = self._starter.submit(start_cluster, self.lab, self.base_dir) if self.prestart else None
+        return future.result()
+
+    def close(self) -> None:
+        spare, self._spare = self._spare, None
+        if spare is not None and not spare.cancel():
+            try:
+                spare.result(timeout=lifecycle.READY_TIMEOUT * 2).remove()
+            except Exception:  # noqa: BLE001 - a spare that failed to start removed its own home
+                pass
+        self._starter.shutdown(wait=True)
+
+
+_supplies: dict[tuple[str, bool], ClusterSupply] = {}
+
+
+def supply_for(lab: str, prestart: bool) -> ClusterSupply:
+    """The process's supply of clusters for ``lab`` (kept across the notebooks one nbgrader run grades)."""
+    key = (lab, prestart)
+    if key not in _supplies:
+        _supplies[key] = ClusterSupply(lab, prestart=prestart)
+    return _supplies[key]
+
+
+@atexit.register
+def close_supplies() -> None:
+    while _supplies:
+        _supplies.popitem()[1].close()

@@ -1,0 +1,176 @@
+"""nbgrader's ``Execute`` on a fresh cluster per notebook, with the grader re-checking every test cell.
+
+What differs from ``nbgrader.preprocessors.Execute`` (nbclient's ``NotebookClient``):
+
+* the kernel runs against its own cluster (:mod:`.clusters`), reached through a
+  copy of the kubeconfig (``GPULAB_CLUSTER=kubeconfig``, a private
+  ``GPULAB_HOME`` and kubectl cache), so the notebook re-executes from the top on
+  a cluster only it has touched;
+* right after each test cell, before the next cell can change the cluster, the
+  grader re-runs the cell's checks itself (:mod:`.recheck`) and keeps its
+  verdict in ``resources["gpulab"]["verdicts"]`` for scoring
+  (:mod:`.scoring`) and in the cell's ``gpulab`` metadata for feedback; when the
+  kernel's cell shows no error but the grader's check failed, the cell gets
+  an error output saying so;
+* a cell that outlives ``Execute.timeout`` is interrupted as nbclient does; a
+  kernel that ignores the interrupt, or dies, is restarted and the earlier
+  non-test cells are replayed silently to rebuild its namespace, so the
+  remaining cells are still graded (nbclient raises, and nbgrader loses the
+  whole submission).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+from queue import Empty
+
+from jupyter_core.utils import ensure_async, run_sync
+from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat.notebooknode import NotebookNode
+from nbgrader.preprocessors import Execute
+from traitlets import Bool, Integer, List, Unicode
+
+from .cells import check_calls, is_graded
+from .clusters import SubmissionCluster, supply_for
+from .recheck import ANSWER_EXPRESSION, UnreadableAnswer, judge, known_checks, parse_answer
+from .sanitize import GRADER_KEY
+
+DISAGREEMENT = "GraderCheckFailed"
+
+
+class HermeticExecute(Execute):
+    check_modules = List(Unicode(), help=(
+        "Python files (paths relative to the course directory) that register checks besides gpulab.checks; "
+        "loaded into the grader once, never from a submission")).tag(config=True)
+    prestart = Bool(False, help="Start the next notebook's cluster while this one runs").tag(config=True)
+    recheck_timeout = Integer(30, help="Seconds the grader's own checks of one test cell may take").tag(config=True)
+
+    def preprocess(self, nb: NotebookNode, resources: dict, km=None) -> tuple[NotebookNode, dict]:
+        NotebookClient.__init__(self, nb, km)
+        self.reset_execution_trackers()
+        self._check_assign_resources(resources)
+        self._known = load_check_files(self.check_modules)
+        self._verdicts = self.resources.setdefault("gpulab", {}).setdefault("verdicts", {})
+        self._replayable: list[str] = []
+        cluster = supply_for(self.resources["nbgrader"]["assignment"], self.prestart).take()
+        try:
+            with self.setup_kernel(env=kernel_env(cluster)):
+                info = self.wait_for_reply(self.kc.kernel_info())
+                self.nb.metadata["language_info"] = info["content"]["language_info"]
+                for index, cell in enumerate(self.nb.cells):
+                    self._run(cell, index, cluster)
+            self.set_widgets_metadata()
+        finally:
+            cluster.remove()
+        return self.nb, self.resources
+
+    def _run(self, cell: NotebookNode, index: int, cluster: SubmissionCluster) -> None:
+        if cell.cell_type != "code":
+            return
+        try:
+            self.execute_cell(cell, index, store_history=True)
+        except (DeadKernelError, CellTimeoutError) as exc:
+            reason = ("the kernel died while running this cell" if isinstance(exc, DeadKernelError) else
+                      "the kernel did not stop when interrupted after the cell's timeout")
+            cell.outputs.append(_error(type(exc).__name__, f"{reason}; it was restarted and the earlier cells "
+                                                          "re-run before grading went on"))
+            self.log.warning("Cell %d: %s; restarting the kernel", index, reason)
+            self._restart()
+        else:
+            timed_out = any(o.output_type == "error" and o.get("ename") == self.error_on_timeout["ename"]
+                            for o in cell.outputs)
+            if not timed_out and not is_graded(cell):
+                self._replayable.append(cell.source)
+        if is_graded(cell):
+            self._recheck(cell, cluster)
+
+    # --- the grader's own check of a test cell ------------------------------------------
+    def _recheck(self, cell: NotebookNode, cluster: SubmissionCluster) -> None:
+        calls = check_calls(cell.source, self._known)
+        if not calls:
+            self.log.warning("Test cell %s calls no known check: its grade rests on the kernel's output alone",
+                             cell.metadata.nbgrader.get("grade_id"))
+            return
+        answers = [None if call.answer is None else self._answer(call.answer) for call in calls]
+        verdicts = judge(calls, answers, cluster, self.recheck_timeout)
+        records = [v.as_dict() for v in verdicts]
+        self._verdicts[cell.metadata.nbgrader["grade_id"]] = records
+        cell.metadata[GRADER_KEY] = {"checks": records}
+        errored = any(o.output_type == "error" for o in cell.outputs)
+        failed = next((v for v in verdicts if not v.passed), None)
+        if failed is not None and not errored:
+            hint = f"\nHint: {failed.hint}" if failed.hint else ""
+            cell.outputs.append(_error(DISAGREEMENT, f"the grader re-ran {failed.check_id} on this submission's "
+                                                     f"cluster and it did not pass: {failed.reason}{hint}"))
+
+    def _answer(self, expression: str):
+        msg_id = self.kc.execute("", silent=True, store_history=False,
+                                 user_expressions={"answer": ANSWER_EXPRESSION.format(expression=expression)})
+        reply = self._reply(msg_id, self.recheck_timeout)
+        if reply is None:
+            return UnreadableAnswer(f"the kernel did not hand the answer over within {self.recheck_timeout}s")
+        return parse_answer(reply["content"].get("user_expressions", {}).get("answer", {}))
+
+    # --- kernel plumbing ---------------------------------------------------------------
+    async def _async_reply(self, msg_id: str, timeout: float) -> dict | None:
+        """The shell reply to ``msg_id`` within ``timeout`` seconds (other replies, e.g. late ones, dropped)."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=left))
+            except Empty:
+                return None
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return msg
+        return None
+
+    _reply = run_sync(_async_reply)
+
+    async def _async_restart(self) -> None:
+        await ensure_async(self.km.restart_kernel(now=True))
+        await ensure_async(self.kc.wait_for_ready(timeout=self.startup_timeout))
+        for source in self._replayable:
+            msg_id = self.kc.execute(source, silent=True, store_history=False, stop_on_error=False)
+            if await self._async_reply(msg_id, self._get_timeout(None) or self.startup_timeout) is None:
+                self.log.warning("Replaying an earlier cell timed out; grading goes on without the rest")
+                await ensure_async(self.km.interrupt_kernel())
+                break
+
+    _restart = run_sync(_async_restart)
+
+
+def kernel_env(cluster: SubmissionCluster) -> dict[str, str]:
+    """The learner kernel's environment: its cluster through a kubeconfig, private homes, nothing of the grader's."""
+    learner = cluster.home / "learner"
+    env = {k: v for k, v in os.environ.items() if k not in ("GPULAB_CLUSTER_NAME", "KUBECONFIG", "GPULAB_HOME")}
+    env.update(GPULAB_CLUSTER="kubeconfig", KUBECONFIG=str(cluster.learner_kubeconfig()),
+               GPULAB_HOME=str(learner), KUBECACHEDIR=str(learner / "kubecache"), NBGRADER_EXECUTION="autograde",
+               PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]))
+    return env
+
+
+_loaded: set[str] = set()
+
+
+def load_check_files(paths: list[str]) -> frozenset[str]:
+    """Load each check file once per process (by its absolute path); every check id known afterwards."""
+    for path in paths:
+        location = str(Path(path).resolve())
+        if location in _loaded:
+            continue
+        spec = importlib.util.spec_from_file_location(Path(location).stem, location)
+        if spec is None or spec.loader is None:
+            raise FileNotFoundError(f"check module {path} not found (HermeticExecute.check_modules)")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        _loaded.add(location)
+    return known_checks()
+
+
+def _error(ename: str, evalue: str) -> NotebookNode:
+    return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])

@@ -1,0 +1,73 @@
+"""One grading process of ``gpulab grade``: ``python -m gpulab.grading.worker COURSE_DIR LAB [--force]``.
+
+It reads student ids on stdin, one per line, runs nbgrader's own autograde
+for each (``NbGraderAPI.autograde``, what the formgrader calls, configured from
+the course's ``nbgrader_config.py`` exactly as ``nbgrader autograde`` is) and
+answers one JSON line per student. nbgrader is imported once per process, and
+the next submission's cluster starts while this one runs.
+
+Learner code runs in kernels this process starts, so a submission can kill
+it; the driver (:mod:`.parallel`) then charges that submission alone. The
+answers go to a private copy of stdout, so nothing nbgrader or a library
+prints can corrupt them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+# gradebook.db is shared by the grading processes: wait for SQLite's write lock instead of failing after 5 s.
+DB_LOCK_TIMEOUT_S = 300
+
+
+def autograder(course_dir: Path):
+    """nbgrader's API for ``course_dir``, with the configuration ``nbgrader autograde`` would load there."""
+    from nbgrader.apps import AutogradeApp, NbGraderAPI
+
+    os.chdir(course_dir)
+    app = AutogradeApp()
+    app.initialize([])
+    app.coursedir.db_url = f"sqlite:///{course_dir / 'gradebook.db'}?timeout={DB_LOCK_TIMEOUT_S}"
+    app.config.HermeticExecute.prestart = True
+    return NbGraderAPI(coursedir=app.coursedir, parent=app)
+
+
+def main(argv: list[str]) -> int:
+    course_dir, lab, force = Path(argv[0]).resolve(), argv[1], "--force" in argv[2:]
+    answers = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)                      # stray prints go to the log, not into the answers
+    sys.stdout = sys.stderr
+    api = autograder(course_dir)
+    try:
+        for line in sys.stdin:
+            student = line.strip()
+            if not student:
+                continue
+            start = time.monotonic()
+            result = api.autograde(lab, student, force=force, create=True)
+            log = result.get("log") or ""
+            answers.write(json.dumps({
+                "student": student,
+                "success": bool(result["success"]),
+                "skipped": "Skipping existing assignment" in log,
+                "error": "" if result["success"] else _error_summary(log, result.get("error") or ""),
+                "seconds": round(time.monotonic() - start, 3),
+            }) + "\n")
+    finally:
+        from .clusters import close_supplies
+
+        close_supplies()
+    return 0
+
+
+def _error_summary(log: str, error: str, count: int = 3) -> str:
+    """nbgrader's own error lines about the failure (the first ones name the cause), else the traceback's end."""
+    lines = [line for line in log.splitlines() if line.startswith("[ERROR]") and "Please see" not in line]
+    return "\n".join(lines[:count]) if lines else "\n".join(error.strip().splitlines()[-count:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,36 @@
+"""nbgrader course directory of gpulab: source in ../solutions, release in ../labs.
+
+Run nbgrader from this directory (``cd grader``): ``nbgrader generate_assignment
+LAB``, ``validate``, ``autograde``, ``generate_feedback``, ``export`` and the
+formgrader in JupyterLab all read this file. Autograding is hermetic and
+tamper resistant (see README.md); ``gpulab grade LAB --jobs N`` runs the same
+pipeline on every submission at once.
+"""
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import (
+    AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds, GetGrades, IgnorePattern, LimitOutput,
+    OverwriteKernelspec,
+)
+
+from gpulab.grading.execute import HermeticExecute
+from gpulab.grading.feedback import ExplainGrades
+from gpulab.grading.sanitize import RestoreGradedCells
+from gpulab.grading.scoring import SaveVerifiedGrades
+
+c = get_config()  # noqa: F821 - provided by traitlets when nbgrader loads this file
+
+c.CourseDirectory.course_id = "gpulab"
+c.CourseDirectory.source_directory = "../solutions"
+c.CourseDirectory.release_directory = "../labs"
+
+# Autograde: nbgrader's pipeline with three steps replaced (sanitising, execution, scoring).
+c.Autograde.sanitize_preprocessors = [
+    ClearOutput, DeduplicateIds, OverwriteKernelspec, RestoreGradedCells, CheckCellMetadata,
+]
+c.Autograde.autograde_preprocessors = [
+    HermeticExecute, IgnorePattern, LimitOutput, SaveVerifiedGrades, AssignLatePenalties, CheckCellMetadata,
+]
+c.Execute.timeout = 120             # seconds per cell; a cell that runs longer is interrupted, the rest still graded
+
+# Feedback: reasons and hints from the grader's checks; hidden tests stay hidden.
+c.GenerateFeedback.preprocessors = [GetGrades, ExplainGrades, CSSHTMLHeaderPreprocessor]

@@ -1,0 +1,163 @@
+"""Lab 02's checks on a live cluster: the solution passes (spelled several ways), the start and wrong answers fail.
+
+The tests run in file order on one cluster, as the lab does: pools, then the
+taint, then the workloads that depend on it.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.conftest import stop_cluster
+from tests.test_checks_common import A100, H100, FakeGpuStack, eventually, run, start_plain_cluster
+
+# One cluster per module, its tests in file order (each builds on the state the previous one left).
+pytestmark = pytest.mark.xdist_group("checks-lab02")
+
+CPU = "gpulab-worker"
+TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    cluster = start_plain_cluster(tmp_path_factory.mktemp("lab02"))
+    yield FakeGpuStack(cluster)
+    stop_cluster(cluster)
+
+
+def test_pools_labelled(stack):
+    result = run(stack, "lab02.pools_labelled")          # no GPU stack at all
+    assert not result.passed
+    assert result.reason == ("no node is known as a GPU node yet (none has nvidia.com/gpu.present=true or advertises "
+                             "nvidia.com/gpu): the GPU Operator is not running")
+
+    stack.operator()
+    stack.standard()                                     # the lab's starting state
+    assert run(stack, "lab02.pools_labelled").reason == (
+        "GPU node gpulab-worker2 (NVIDIA-H100-80GB-HBM3) has no pool label; "
+        "GPU node gpulab-worker3 (NVIDIA-A100-SXM4-40GB) has no pool label")
+
+    stack.cluster.kubectl("label", "nodes", H100, "pool=a100")
+    stack.label(A100, pool="h100")
+    assert run(stack, "lab02.pools_labelled").reason == (
+        "GPU node gpulab-worker2 has pool=a100, but its GPUs are NVIDIA-H100-80GB-HBM3; "
+        "GPU node gpulab-worker3 has pool=h100, but its GPUs are NVIDIA-A100-SXM4-40GB")
+
+    stack.cluster.kubectl("label", "nodes", H100, "pool=h100", "--overwrite")   # by kubectl...
+    stack.label(A100, pool="a100")                                               # ...and by the client
+    stack.label(CPU, pool="h100")
+    assert run(stack, "lab02.pools_labelled").reason == "node gpulab-worker has no GPUs but is labelled pool=h100"
+
+    stack.cluster.kubectl("label", "nodes", CPU, "pool=cpu", "--overwrite")     # a CPU pool is fine
+    result = run(stack, "lab02.pools_labelled")
+    assert result.passed, result
+    assert result.reason == ("pools match the GPUs (gpulab-worker2 pool=h100, gpulab-worker3 pool=a100) and no CPU "
+                             "node claims a GPU pool")
+
+
+def test_gpu_nodes_tainted(stack):
+    assert run(stack, "lab02.gpu_nodes_tainted").reason == (
+        "GPU node gpulab-worker2 has no nvidia.com/gpu taint; GPU node gpulab-worker3 has no nvidia.com/gpu taint")
+
+    stack.taint(H100, {**TAINT, "value": "yes"})
+    stack.taint(A100, {**TAINT, "effect": "PreferNoSchedule"})
+    stack.taint(CPU, TAINT)
+    result = run(stack, "lab02.gpu_nodes_tainted")
+    assert not result.passed
+    assert result.reason == (
+        "GPU node gpulab-worker2 has nvidia.com/gpu=yes:NoSchedule: value 'yes', where the exercise's taint has "
+        "'true'; GPU node gpulab-worker3 has nvidia.com/gpu=true:PreferNoSchedule: effect PreferNoSchedule, where "
+        "the exercise asks for NoSchedule; node gpulab-worker has no GPUs but carries nvidia.com/gpu=true:NoSchedule")
+
+    stack.taint(CPU)
+    stack.taint(H100)
+    stack.taint(A100)
+    stack.cluster.kubectl("taint", "nodes", H100, A100, "nvidia.com/gpu=true:NoSchedule")
+    result = run(stack, "lab02.gpu_nodes_tainted")
+    assert result.passed, result
+    assert result.reason == ("every GPU node (gpulab-worker2, gpulab-worker3) carries nvidia.com/gpu=true:NoSchedule "
+                             "and no CPU node does")
+
+
+WEB = """apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      containers: [{{name: nginx, image: nginx:1.29}}]
+{extra}
+"""
+
+
+def _web(stack, replicas: int, extra: str = "") -> None:
+    stack.cluster.kubectl("delete", "deployment", "web", "--ignore-not-found", "--wait=true")
+    stack.cluster.kubectl("apply", "-f", "-", input=WEB.format(replicas=replicas, extra=extra))
+
+
+def test_web_off_gpu_nodes(stack):
+    assert run(stack, "lab02.web_off_gpu_nodes").reason == "there is no Deployment web in namespace default"
+
+    _web(stack, 2)
+    assert run(stack, "lab02.web_off_gpu_nodes").reason == (
+        "Deployment web asks for 2 replicas; the exercise asks for 3")
+
+    # The wrong answer: web tolerates the GPU taint and is steered onto the H100 pool.
+    _web(stack, 3, "      tolerations: [{key: nvidia.com/gpu, operator: Exists}]\n"
+                   "      nodeSelector: {pool: h100}")
+    eventually(lambda: run(stack, "lab02.web_off_gpu_nodes").reason.count(" on ") == 3)
+    result = run(stack, "lab02.web_off_gpu_nodes")
+    assert not result.passed
+    assert re.fullmatch(r"web pods run on GPU nodes: (web-\w+-\w+ on gpulab-worker2(, )?){3}", result.reason), result
+
+    _web(stack, 3)                                        # the solution: no toleration, the taint does the rest
+    result = eventually(lambda: run(stack, "lab02.web_off_gpu_nodes").passed)
+    result = run(stack, "lab02.web_off_gpu_nodes")
+    assert result.passed, result
+    assert result.reason == "Deployment web has 3 ready replicas, all on nodes without GPUs (gpulab-worker)"
+
+
+def _trainer(stack, **kwargs) -> None:
+    stack.delete_pods("trainer")
+    stack.pod("trainer", **kwargs)
+
+
+def test_trainer_tolerates(stack):
+    assert run(stack, "lab02.trainer_tolerates").reason == "there is no pod trainer in namespace default"
+
+    _trainer(stack, gpus="1", wait="Unschedulable")      # the forgotten toleration
+    result = run(stack, "lab02.trainer_tolerates")
+    assert result.reason == ("pod trainer does not tolerate the GPU nodes' taint nvidia.com/gpu=true:NoSchedule: "
+                             "it has no tolerations of its own")
+    assert "toleration" in result.hint and "operator: Exists" not in result.hint
+
+    _trainer(stack, gpus="1", wait="Unschedulable",
+             tolerations=[{"key": "nvidia.com/gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}])
+    assert run(stack, "lab02.trainer_tolerates").reason == (
+        "pod trainer does not tolerate the GPU nodes' taint nvidia.com/gpu=true:NoSchedule: its tolerations are "
+        "nvidia.com/gpu=yes:NoSchedule")
+
+    _trainer(stack, tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}],
+             node_selector={"kubernetes.io/hostname": CPU})
+    assert run(stack, "lab02.trainer_tolerates").reason == (
+        "pod trainer runs on gpulab-worker, which has no GPUs: a toleration lets a pod onto a tainted node, it does "
+        "not send it there")
+
+    correct = [
+        [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+        [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
+        [{"key": "nvidia.com/gpu", "value": "true"}],
+        [{"operator": "Exists"}],
+    ]
+    for tolerations in correct:
+        _trainer(stack, gpus="1", tolerations=tolerations)
+        result = run(stack, "lab02.trainer_tolerates")
+        assert result.passed, (tolerations, result)
+        assert re.fullmatch(r"pod trainer tolerates the GPU taint and runs on GPU node gpulab-worker[23]",
+                            result.reason)

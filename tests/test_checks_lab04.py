@@ -1,0 +1,116 @@
+"""Lab 04's checks: time-slicing the A100 node, MIG mixed on the H100 node, a pod on a slice, choosing one."""
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import stop_cluster
+from tests.test_checks_common import A100, H100, FakeGpuStack, run, start_plain_cluster
+
+# One cluster per module, its tests in file order (each builds on the state the previous one left).
+pytestmark = pytest.mark.xdist_group("checks-lab04")
+
+A100_MODEL = "A100-SXM4-40GB"
+
+
+def time_slicing(replicas: int, **extra) -> dict:
+    return {"version": "v1", "sharing": {"timeSlicing": {
+        **extra, "resources": [{"name": "nvidia.com/gpu", "replicas": replicas}]}}}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    cluster = start_plain_cluster(tmp_path_factory.mktemp("lab04"))
+    stack = FakeGpuStack(cluster)
+    stack.operator(sets=("driver.version=580.105.08", "mig.strategy=mixed"))     # the lab's starting state
+    stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled")
+    stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", mig_config="all-disabled")
+    yield stack
+    stop_cluster(cluster)
+
+
+def test_timeslicing_a100(stack):
+    assert run(stack, "lab04.timeslicing_a100").reason == (
+        "A100 node gpulab-worker3 is not time-sliced (nvidia.com/gpu.sharing-strategy=none)")
+
+    stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", sharing=time_slicing(2))
+    assert run(stack, "lab04.timeslicing_a100").reason == (
+        "A100 node gpulab-worker3 is time-sliced 2 ways (nvidia.com/gpu.replicas=2); the exercise asks for 4")
+
+    stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", sharing=time_slicing(4, renameByDefault=True))
+    assert run(stack, "lab04.timeslicing_a100").reason == (
+        "A100 node gpulab-worker3 advertises nvidia.com/gpu.shared: the config renames the shared resource "
+        "(renameByDefault: true), and the exercise keeps the name nvidia.com/gpu")
+
+    stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", sharing=time_slicing(4))
+    result = run(stack, "lab04.timeslicing_a100")
+    assert result.passed, result
+    assert result.reason == "A100 time-sliced 4 ways: gpulab-worker3 16 nvidia.com/gpu (NVIDIA-A100-SXM4-40GB-SHARED)"
+
+
+def test_mig_mixed_h100(stack):
+    assert run(stack, "lab04.mig_mixed_h100").reason == (
+        "MIG is off on H100 node gpulab-worker2 (nvidia.com/mig.config=all-disabled)")
+
+    stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-1g.10gb")
+    assert run(stack, "lab04.mig_mixed_h100").reason == (
+        "H100 node gpulab-worker2 is partitioned as all-1g.10gb; the exercise asks for all-balanced")
+
+    stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-balanced", mig_state="pending")
+    assert run(stack, "lab04.mig_mixed_h100").reason == (
+        "the MIG manager is still applying all-balanced on gpulab-worker2 (nvidia.com/mig.config.state=pending)")
+
+    stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-balanced", mig_state="failed")
+    assert run(stack, "lab04.mig_mixed_h100").reason == (
+        "the MIG manager failed to apply all-balanced on gpulab-worker2 (nvidia.com/mig.config.state=failed)")
+
+    stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-balanced")
+    stack.label(H100, **{"nvidia.com/mig.strategy": "single"})
+    assert run(stack, "lab04.mig_mixed_h100").reason == (
+        "H100 node gpulab-worker2 runs MIG strategy single: with single, every slice is advertised as nvidia.com/gpu "
+        "and a balanced layout cannot be advertised; the exercise asks for mixed")
+
+    stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-balanced")
+    result = run(stack, "lab04.mig_mixed_h100")
+    assert result.passed, result
+    assert result.reason == ("H100 node gpulab-worker2 runs all-balanced under the mixed strategy "
+                             "(nvidia.com/mig-1g.10gb: 16, nvidia.com/mig-2g.20gb: 8, nvidia.com/mig-3g.40gb: 8)")
+
+
+def test_mig_pod_running(stack):
+    assert run(stack, "lab04.mig_pod_running").reason == "no pod requests nvidia.com/mig-1g.10gb"
+
+    stack.pod("slice-2g", gpus="1", resource="nvidia.com/mig-2g.20gb")
+    assert run(stack, "lab04.mig_pod_running").reason == (
+        "pod slice-2g requests nvidia.com/mig-2g.20gb, not a 1g.10gb slice")
+
+    stack.pod("too-many", gpus="17", resource="nvidia.com/mig-1g.10gb", wait="Unschedulable")
+    result = run(stack, "lab04.mig_pod_running")
+    assert result.reason.startswith("pod too-many requests nvidia.com/mig-1g.10gb but is Pending (not scheduled: "
+                                    "0/4 nodes are available: ")
+    assert "Insufficient nvidia.com/mig-1g.10gb" in result.reason
+
+    stack.pod("mig-worker", gpus="1", resource="nvidia.com/mig-1g.10gb")
+    result = run(stack, "lab04.mig_pod_running")
+    assert result.passed, result
+    assert result.reason == "pod default/mig-worker runs on a 1g.10gb MIG slice on gpulab-worker2"
+
+
+def test_choose_sharing():
+    from gpulab import checks
+
+    def judge(answer):
+        return checks.run("lab04.choose_sharing", answer, client=object())   # judged without reading the cluster
+
+    for answer in ("MIG", "mig", " Multi-Instance GPU "):
+        result = judge(answer)
+        assert result.passed, (answer, result)
+        assert result.reason == ("right: mig keeps p99 at about 4.0 ms, within the 5 ms budget, and each tenant gets "
+                                 "its own memory, SMs and L2")
+    for answer in ("time-slicing", "Time slicing", "timeslicing"):
+        result = judge(answer)
+        assert not result.passed
+        assert result.reason == ("time-slicing does not fit this scenario: its p99 in the latency model is about "
+                                 "7.5 ms, over the 5 ms budget; time-sliced replicas share the GPU's memory, with no "
+                                 "isolation between tenants")
+        assert "mig" not in result.reason.lower()
+    assert judge("MPS").reason == "'mps' is neither MIG nor time-slicing"

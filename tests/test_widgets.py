@@ -1,0 +1,186 @@
+"""The widgets: Check button, progress panel, cluster map (pure rendering and live watches), latency plot, reset."""
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from gpulab import checks, widgets
+from gpulab.gpustack import latency
+from gpulab.learner import connection
+from gpulab.widgets.cluster_map import ClusterModel, node_cards, render_map
+from gpulab.widgets.latency_plot import figure_png
+from gpulab.widgets.progress_panel import render_progress
+from tests.test_checks_common import eventually
+
+# The tests share the module's cluster: keep them on one xdist worker.
+pytestmark = pytest.mark.xdist_group("widgets")
+
+H100_NODE = {
+    "metadata": {"name": "gpulab-worker2", "labels": {
+        "kubernetes.io/hostname": "gpulab-worker2", "pool": "h100", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        "nvidia.com/gpu.deploy.driver": "true", "nvidia.com/mig.config": "all-balanced",
+        "nvidia.com/mig.strategy": "mixed"}},
+    "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]},
+    "status": {"conditions": [{"type": "Ready", "status": "True"}],
+               "allocatable": {"cpu": "192", "nvidia.com/gpu": "0", "nvidia.com/mig-1g.10gb": "16",
+                               "nvidia.com/mig-3g.40gb": "8"}},
+}
+A100_NODE = {
+    "metadata": {"name": "gpulab-worker3", "labels": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-SHARED",
+                                                      "nvidia.com/gpu.replicas": "4"}},
+    "status": {"conditions": [{"type": "Ready", "status": "False"}], "allocatable": {"nvidia.com/gpu": "16"}},
+}
+
+
+def _pod(name, node=None, phase="Running", namespace="default", **limits):
+    return {"metadata": {"name": name, "namespace": namespace},
+            "spec": {"nodeName": node, "containers": [{"resources": {"limits": limits}}]}, "status": {"phase": phase}}
+
+
+def test_node_cards_show_labels_taints_gpus_slices_replicas_and_pods():
+    pods = [_pod("mig-worker", "gpulab-worker2", **{"nvidia.com/mig-1g.10gb": "2"}),
+            _pod("nvidia-driver-daemonset-x", "gpulab-worker2", namespace="gpu-operator"),
+            _pod("shared", "gpulab-worker3", **{"nvidia.com/gpu": "3"}),
+            _pod("done", "gpulab-worker3", phase="Succeeded", **{"nvidia.com/gpu": "1"}),
+            _pod("stuck-worker", None, phase="Pending", **{"nvidia.com/gpu": "1"})]
+    cards, unscheduled = node_cards([A100_NODE, H100_NODE], pods)
+    h100, a100 = cards
+    assert h100.name == "gpulab-worker2" and h100.ready and h100.role == "worker"
+    assert h100.shown_labels == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/mig.strategy": "mixed",
+                                 "nvidia.com/mig.config": "all-balanced", "pool": "h100"}
+    assert h100.taints == ["nvidia.com/gpu=true:NoSchedule"]
+    assert {k: (int(a), int(u)) for k, (a, u) in h100.gpus.items()} == {
+        "nvidia.com/gpu": (0, 0), "nvidia.com/mig-1g.10gb": (16, 2), "nvidia.com/mig-3g.40gb": (8, 0)}
+    assert [p.name for p in h100.pods] == ["mig-worker"] and h100.system_pods == 1
+    assert not a100.ready and {k: (int(a), int(u)) for k, (a, u) in a100.gpus.items()} == {"nvidia.com/gpu": (16, 3)}
+    assert [p.name for p in unscheduled] == ["stuck-worker"]
+
+    page = render_map([A100_NODE, H100_NODE], pods)
+    assert "<b>gpulab-worker2</b> <small>worker, Ready</small>" in page
+    assert "taint <code>nvidia.com/gpu=true:NoSchedule</code>" in page
+    assert "<code>nvidia.com/mig-1g.10gb</code> 2/16 used" in page
+    assert "<i>MIG: 2 slice profiles</i>" in page
+    assert "<i>time-sliced: each GPU shared 4 ways</i>" in page
+    assert "+ 1 system pods" in page and "<b>not scheduled</b>" in page and "done" not in page
+    assert "mig-worker <span style=\"color:#1a7f37\">Running</span> <code>mig-1g.10gb:2</code>" in page
+
+
+def test_cluster_model_follows_watch_events():
+    model = ClusterModel()
+    model.replace("pods", [_pod("a", "n1")])
+    model.apply("pods", "ADDED", _pod("b", "n1"))
+    model.apply("pods", "MODIFIED", _pod("b", "n1", phase="Succeeded"))
+    model.apply("pods", "DELETED", _pod("a", "n1"))
+    assert [(p["metadata"]["name"], p["status"]["phase"]) for p in model.snapshot()[1]] == [("b", "Succeeded")]
+
+
+def test_progress_panel_renders_last_verdicts():
+    page = render_progress({"setup.connected": {"passed": True}, "lab01.operator_pinned": {"passed": False}})
+    assert '<span style="color:#1a7f37">&#x2714;</span> <code>setup.connected</code>' in page
+    assert '<span style="color:#cf222e">&#x2718;</span> <code>lab01.operator_pinned</code>' in page
+    assert '<span style="color:#8c959f">&#x25CB;</span> <code>lab05.gang_jobs_complete</code>' in page
+    assert "<b>lab01-gpu-operator</b> &nbsp;0/3" in page
+    assert f"<p><b>1 of {len(checks.CHECKS)} exercises passed</b></p>" in page
+
+
+def test_progress_is_recorded_for_the_learners_own_checks(cluster, monkeypatch, tmp_path):
+    monkeypatch.setenv("GPULAB_HOME", str(cluster.home))
+    monkeypatch.setattr(connection, "_current", None)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    checks.progress.clear()
+    connection.connect()
+    checks.run("setup.connected")
+    checks.run("lab01.allocatable_gpus", 3)
+    checks.run("lab02.pools_labelled", client=cluster.client())         # explicit client: not the learner's
+    records = checks.progress.load()
+    assert {k: v["passed"] for k, v in records.items()} == {"setup.connected": True,
+                                                            "lab01.allocatable_gpus": False}
+    panel = widgets.progress_panel()
+    assert "2 of" not in panel.html.value and "<b>00-setup</b> &nbsp;1/1" in panel.html.value
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")                 # grading leaves no trace
+    checks.progress.clear()
+    checks.run("setup.connected")
+    assert checks.progress.load() == {}
+
+
+def test_check_button_shows_reason_and_hint(cluster):
+    button = widgets.check_button("lab01.allocatable_gpus", answer=lambda: 3, client=cluster.client())
+    result = button.click()
+    assert not result.passed and not button.button.disabled
+    assert "&#x2718; Not yet" in button.verdict.value
+    assert "no node advertises nvidia.com/gpu yet, so there is nothing to count" in button.verdict.value
+    assert "<i>Hint:</i> the device plugin advertises GPUs" in button.verdict.value
+
+    ok = widgets.check_button("setup.connected", client=cluster.client())
+    assert ok.click().passed and "&#x2714; Passed" in ok.verdict.value and "Hint" not in ok.verdict.value
+
+    broken = widgets.check_button("setup.connected", client=object())
+    assert broken.click() is None
+    assert broken.verdict.value.startswith('<div style="color:#cf222e">the check could not run: AttributeError')
+
+    asks = widgets.check_button("lab01.allocatable_gpus", answer_from="not_defined_anywhere", client=cluster.client())
+    assert asks.click().reason == "this exercise asks for an answer, and none was given"
+
+
+def test_cluster_map_follows_the_cluster_live_and_stops(cluster):
+    live = widgets.ClusterMap(cluster.client())
+    try:
+        assert eventually(lambda: "<b>gpulab-worker3</b>" in live.html.value, timeout=15)
+        cluster.kubectl("run", "map-probe", "--image=registry.k8s.io/pause:3.10.1")
+        assert eventually(lambda: re.search(r"map-probe <span[^>]*>Running</span>", live.html.value), timeout=20)
+        cluster.kubectl("label", "node", "gpulab-worker", "pool=cpu")
+        assert eventually(lambda: "<code>pool=cpu</code>" in live.html.value, timeout=10)
+        cluster.kubectl("delete", "pod", "map-probe", "--grace-period=0", "--force")
+        assert eventually(lambda: "map-probe" not in live.html.value, timeout=10)
+    finally:
+        started = time.monotonic()
+        assert live.stop()
+    assert not live.running and time.monotonic() - started < 6
+
+
+def test_latency_figure_puts_the_model_beside_the_measurements():
+    fig = widgets.latency_figure(p99_budget_ms=5)
+    ax = fig.axes[0]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert list(lines) == ["time-slicing p99 (model)", "time-slicing p50 (model)", "MIG 1g.18gb p99 (model)",
+                           "whole GPU p99 (model)", "measured p99 (H200)", "measured p50 (H200)", "p99 budget 5 ms"]
+    measured = [r for r in latency.measured_rows() if r["run"] == 1]
+    assert list(lines["measured p99 (H200)"].get_ydata()) == [r["p99_ms"] for r in measured]
+    assert list(lines["time-slicing p99 (model)"].get_ydata()) == [
+        latency.expected_latency("time-slicing", neighbours=k)["p99_ms"] for k in range(5)]
+    assert lines["MIG 1g.18gb p99 (model)"].get_ydata()[0] == \
+        latency.expected_latency("mig", mig_profile="1g.18gb")["p99_ms"]
+    assert figure_png(fig).startswith(b"\x89PNG")
+    other = widgets.latency_figure(model="H100", duty=0.5)
+    assert "measured p99 (H200)" not in [line.get_label() for line in other.axes[0].get_lines()]
+
+
+def test_latency_explorer_redraws_on_change():
+    explorer = widgets.latency_explorer()
+    first = explorer.image.value
+    explorer.duty.value = 0.2
+    assert bytes(explorer.image.value) != bytes(first) and bytes(explorer.image.value).startswith(b"\x89PNG")
+    assert explorer.model.options == ("H100", "H200", "A100")
+
+
+def test_reset_button_asks_twice_and_refuses_a_kubeconfig_cluster(monkeypatch):
+    monkeypatch.setattr(connection, "_current", None)
+    monkeypatch.setenv(connection.MODE_ENV, "kubeconfig")
+    button = widgets.reset_button("lab03")
+    button.click()
+    assert button.button.description == "Click again to reset"
+    assert "This deletes everything in the embedded cluster" in button.note.value
+    button.click()
+    assert button.button.description == "Reset lab03"
+    assert button.note.value.startswith("<pre>not resetting: GPULAB_CLUSTER=kubeconfig selects the cluster of your "
+                                        "kubeconfig, and gpulab lab reset only wipes the embedded cluster.")
+    assert "taint each GPU node nvidia.com/gpu=true:NoSchedule" in button.note.value
+
+
+def test_widgets_need_an_existing_check_and_lab():
+    with pytest.raises(KeyError, match="no check 'lab09.x'"):
+        widgets.check_button("lab09.x")
+    with pytest.raises(KeyError, match="no lab 'lab09'"):
+        widgets.reset_button("lab09")

@@ -1,0 +1,59 @@
+"""The device plugin's config choice and device list (gpulab.gpustack.deviceplugin; docs/fidelity/gpustack.md)."""
+from gpulab.gpustack.deviceplugin import LoadedConfig, choose_config, listed_devices, node_resources, plugin_devices
+from gpulab.gpustack.hardware import gpu_model
+from gpulab.gpustack.mig import plan, whole_gpus
+from gpulab.gpustack.sharing import NO_SHARING, parse_config
+
+H100 = gpu_model("H100")
+FOUR = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n"
+MPS = "version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n"
+
+
+def test_label_then_default_then_fallbacks():
+    available = {"any": FOUR, "other": MPS}
+    assert choose_config("other", "any", available, None).name == "other"
+    assert choose_config(None, "any", available, None).name == "any"
+    assert choose_config(None, "", {"default": FOUR, "x": MPS}, None).name == "default"   # fallback "named"
+    assert choose_config(None, "", {"only": FOUR}, None).name == "only"                  # fallback "single"
+    assert choose_config(None, "", available, None) == LoadedConfig("", NO_SHARING)
+
+
+def test_a_label_naming_a_missing_config_keeps_the_current_one():
+    current = choose_config(None, "any", {"any": FOUR}, None)
+    assert choose_config("nope", "any", {"any": FOUR}, current) is current
+    first = choose_config("nope", "any", {"any": FOUR}, None)
+    assert first.error == "specified config nope does not exist"
+
+
+def test_time_slicing_lists_annotated_replica_ids():
+    devices = listed_devices("n", whole_gpus(8), "none", parse_config(FOUR))["nvidia.com/gpu"]
+    assert len(devices) == 32
+    assert devices[0].id == devices[0].physical + "::0" and devices[3].id.endswith("::3")
+    assert len({d.physical for d in devices}) == 8
+
+
+def test_mig_devices_by_strategy():
+    layout = plan(H100, 8, "all-1g.10gb")
+    mixed = listed_devices("n", layout, "mixed", NO_SHARING)
+    assert list(mixed) == ["nvidia.com/mig-1g.10gb"] and len(mixed["nvidia.com/mig-1g.10gb"]) == 56
+    assert mixed["nvidia.com/mig-1g.10gb"][0].id.startswith("MIG-")
+    assert mixed["nvidia.com/mig-1g.10gb"][0].mig_profile == "1g.10gb"
+    assert len(listed_devices("n", layout, "single", NO_SHARING)["nvidia.com/gpu"]) == 56
+
+
+def test_plugin_refuses_mps_on_mig_devices_with_nvidias_reason():
+    devices, error = plugin_devices("n", plan(H100, 1, "all-1g.10gb"), "single",
+                                    LoadedConfig("mps", parse_config(MPS)))
+    assert devices == {} and error == "sharing using MPS is not supported for MIG devices"
+    devices, error = plugin_devices("n", whole_gpus(1), "mixed", LoadedConfig("mps", parse_config(MPS)))
+    assert error == "using --mig-strategy=mixed is not supported with MPS"
+
+
+def test_mps_is_supported_on_whole_gpus():
+    devices, error = plugin_devices("n", whole_gpus(2), "none", LoadedConfig("mps", parse_config(MPS)))
+    assert error is None and len(devices["nvidia.com/gpu"]) == 4
+
+
+def test_node_resources_keep_capacity_of_unhealthy_devices():
+    assert node_resources({"nvidia.com/gpu": 8}, {}) == {"capacity": {"nvidia.com/gpu": "8"},
+                                                         "allocatable": {"nvidia.com/gpu": "0"}}
