@@ -31,7 +31,7 @@ lab: cluster
 
 ## make test: set up and run the whole suite
 test: install
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -n $(JOBS) --dist loadgroup -q
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -n $(JOBS) --dist loadfile -q
 
 ## make bench: the benchmarks (figures go to bench/results/ and docs/benchmarks.md)
 bench: install

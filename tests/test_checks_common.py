@@ -60,7 +60,11 @@ def eventually(probe, *, timeout: float = 20.0, interval: float = 0.2):
 
 
 class FakeGpuStack:
-    """What the GPU Operator, GFD, the device plugin and the MIG manager write to the API, written directly."""
+    """What the GPU Operator, GFD, the device plugin and the MIG manager write to the API, written directly.
+
+    Tests may run in any order and on any xdist worker, so each one first puts
+    the cluster in the state it starts from with these methods.
+    """
 
     def __init__(self, cluster: Cluster):
         from kubernetes import client
@@ -96,6 +100,17 @@ class FakeGpuStack:
             self.custom.patch_cluster_custom_object_status("nvidia.com", "v1", "clusterpolicies", "cluster-policy",
                                                            {"status": {"state": state, "namespace": "gpu-operator"}})
         return created
+
+    def remove_operator(self) -> None:
+        """Back to a cluster that never saw the operator: the ClusterPolicy CRD (and so every policy) deleted."""
+        from kubernetes.client import ApiException
+
+        try:
+            self.extensions.delete_custom_resource_definition("clusterpolicies.nvidia.com")
+        except ApiException as exc:
+            assert exc.status == 404
+        assert eventually(lambda: "clusterpolicies.nvidia.com" not in {
+            c.metadata.name for c in self.extensions.list_custom_resource_definition().items})
 
     # --- a node's GPUs, as GFD labels them and the device plugin advertises them -----------------------
     def gpu_node(self, node: str, model: str, count: int, *, mig_strategy: str = "single",

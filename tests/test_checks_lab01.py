@@ -1,17 +1,13 @@
 """setup.connected and lab 01's checks: passing on the solution's state, failing with their reasons otherwise.
 
-One cluster for the module; the tests run in file order, each building on the
-previous state the way the lab does (fresh cluster, then the operator).
+Each test starts from the lab's starting state (a cluster without the GPU stack), then walks to the solution.
 """
 from __future__ import annotations
 
 import pytest
 
-from tests.test_checks_common import FakeGpuStack, run, start_plain_cluster
 from tests.conftest import stop_cluster
-
-# One cluster per module, its tests in file order (each builds on the state the previous one left).
-pytestmark = pytest.mark.xdist_group("checks-lab01")
+from tests.test_checks_common import A100, H100, FakeGpuStack, run, start_plain_cluster
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +49,7 @@ def test_setup_connected(stack):
 
 
 def test_operator_pinned(stack):
+    stack.remove_operator()
     result = run(stack, "lab01.operator_pinned")        # the lab's starting state: a fresh cluster
     assert not result.passed
     assert result.reason == ("the GPU Operator is not installed: the API server does not serve ClusterPolicy "
@@ -80,6 +77,8 @@ def test_operator_pinned(stack):
 
 
 def test_allocatable_gpus(stack):
+    stack.set_node(H100, {}, {})
+    stack.set_node(A100, {}, {})
     result = run(stack, "lab01.allocatable_gpus", 12)   # before the device plugin advertises anything
     assert not result.passed
     assert result.reason == "no node advertises nvidia.com/gpu yet, so there is nothing to count"
@@ -103,8 +102,8 @@ def test_allocatable_gpus(stack):
 
 
 def test_gpu_product_labels(stack):
-    stack.set_node("gpulab-worker2", {}, {})
-    stack.set_node("gpulab-worker3", {}, {})
+    stack.set_node(H100, {}, {})
+    stack.set_node(A100, {}, {})
     result = run(stack, "lab01.gpu_product_labels", "NVIDIA-H100-80GB-HBM3")
     assert not result.passed
     assert result.reason == ("no node has the label nvidia.com/gpu.product yet: GPU Feature Discovery labels nodes "

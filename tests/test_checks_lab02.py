@@ -1,7 +1,8 @@
 """Lab 02's checks on a live cluster: the solution passes (spelled several ways), the start and wrong answers fail.
 
-The tests run in file order on one cluster, as the lab does: pools, then the
-taint, then the workloads that depend on it.
+Each test first puts the cluster in the lab's starting state (the GPU Operator
+installed, no pools, no taints, no workloads), then adds what earlier
+exercises of the lab would have done.
 """
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ import pytest
 from tests.conftest import stop_cluster
 from tests.test_checks_common import A100, H100, FakeGpuStack, eventually, run, start_plain_cluster
 
-# One cluster per module, its tests in file order (each builds on the state the previous one left).
-pytestmark = pytest.mark.xdist_group("checks-lab02")
 
 CPU = "gpulab-worker"
 TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
@@ -26,14 +25,27 @@ def stack(tmp_path_factory):
     stop_cluster(cluster)
 
 
+def lab_start(stack, *, pools_done: bool = False) -> None:
+    """The lab's starting state; with ``pools_done``, its first two exercises solved (pools labelled, tainted)."""
+    stack.cluster.kubectl("delete", "deployment", "web", "--ignore-not-found", "--wait=true")
+    stack.delete_pods("trainer")
+    stack.operator()
+    stack.standard()
+    solved = {H100: "h100", A100: "a100"} if pools_done else {}
+    for node in (CPU, H100, A100):
+        stack.label(node, pool=solved.get(node))
+        stack.taint(node, *([TAINT] if node in solved else []))
+
+
 def test_pools_labelled(stack):
+    stack.set_node(H100, {}, {})
+    stack.set_node(A100, {}, {})
     result = run(stack, "lab02.pools_labelled")          # no GPU stack at all
     assert not result.passed
     assert result.reason == ("no node is known as a GPU node yet (none has nvidia.com/gpu.present=true or advertises "
                              "nvidia.com/gpu): the GPU Operator is not running")
 
-    stack.operator()
-    stack.standard()                                     # the lab's starting state
+    lab_start(stack)
     assert run(stack, "lab02.pools_labelled").reason == (
         "GPU node gpulab-worker2 (NVIDIA-H100-80GB-HBM3) has no pool label; "
         "GPU node gpulab-worker3 (NVIDIA-A100-SXM4-40GB) has no pool label")
@@ -57,6 +69,7 @@ def test_pools_labelled(stack):
 
 
 def test_gpu_nodes_tainted(stack):
+    lab_start(stack)
     assert run(stack, "lab02.gpu_nodes_tainted").reason == (
         "GPU node gpulab-worker2 has no nvidia.com/gpu taint; GPU node gpulab-worker3 has no nvidia.com/gpu taint")
 
@@ -101,6 +114,7 @@ def _web(stack, replicas: int, extra: str = "") -> None:
 
 
 def test_web_off_gpu_nodes(stack):
+    lab_start(stack, pools_done=True)
     assert run(stack, "lab02.web_off_gpu_nodes").reason == "there is no Deployment web in namespace default"
 
     _web(stack, 2)
@@ -116,7 +130,7 @@ def test_web_off_gpu_nodes(stack):
     assert re.fullmatch(r"web pods run on GPU nodes: (web-\w+-\w+ on gpulab-worker2(, )?){3}", result.reason), result
 
     _web(stack, 3)                                        # the solution: no toleration, the taint does the rest
-    result = eventually(lambda: run(stack, "lab02.web_off_gpu_nodes").passed)
+    eventually(lambda: run(stack, "lab02.web_off_gpu_nodes").passed)
     result = run(stack, "lab02.web_off_gpu_nodes")
     assert result.passed, result
     assert result.reason == "Deployment web has 3 ready replicas, all on nodes without GPUs (gpulab-worker)"
@@ -128,6 +142,7 @@ def _trainer(stack, **kwargs) -> None:
 
 
 def test_trainer_tolerates(stack):
+    lab_start(stack, pools_done=True)
     assert run(stack, "lab02.trainer_tolerates").reason == "there is no pod trainer in namespace default"
 
     _trainer(stack, gpus="1", wait="Unschedulable")      # the forgotten toleration

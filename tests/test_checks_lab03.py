@@ -8,8 +8,6 @@ import pytest
 from tests.conftest import ROOT, stop_cluster
 from tests.test_checks_common import A100, H100, FakeGpuStack, run, start_plain_cluster
 
-# One cluster per module, its tests in file order (each builds on the state the previous one left).
-pytestmark = pytest.mark.xdist_group("checks-lab03")
 
 H100_PRODUCT = "NVIDIA-H100-80GB-HBM3"
 TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}

@@ -1,4 +1,7 @@
-"""Lab 04's checks: time-slicing the A100 node, MIG mixed on the H100 node, a pod on a slice, choosing one."""
+"""Lab 04's checks: time-slicing the A100 node, MIG mixed on the H100 node, a pod on a slice, choosing one.
+
+Each test first sets the node it works on to the lab's starting state (MIG strategy mixed, MIG off, no sharing).
+"""
 from __future__ import annotations
 
 import pytest
@@ -6,8 +9,6 @@ import pytest
 from tests.conftest import stop_cluster
 from tests.test_checks_common import A100, H100, FakeGpuStack, run, start_plain_cluster
 
-# One cluster per module, its tests in file order (each builds on the state the previous one left).
-pytestmark = pytest.mark.xdist_group("checks-lab04")
 
 A100_MODEL = "A100-SXM4-40GB"
 
@@ -22,13 +23,12 @@ def stack(tmp_path_factory):
     cluster = start_plain_cluster(tmp_path_factory.mktemp("lab04"))
     stack = FakeGpuStack(cluster)
     stack.operator(sets=("driver.version=580.105.08", "mig.strategy=mixed"))     # the lab's starting state
-    stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled")
-    stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", mig_config="all-disabled")
     yield stack
     stop_cluster(cluster)
 
 
 def test_timeslicing_a100(stack):
+    stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", mig_config="all-disabled")
     assert run(stack, "lab04.timeslicing_a100").reason == (
         "A100 node gpulab-worker3 is not time-sliced (nvidia.com/gpu.sharing-strategy=none)")
 
@@ -48,6 +48,7 @@ def test_timeslicing_a100(stack):
 
 
 def test_mig_mixed_h100(stack):
+    stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled")
     assert run(stack, "lab04.mig_mixed_h100").reason == (
         "MIG is off on H100 node gpulab-worker2 (nvidia.com/mig.config=all-disabled)")
 
@@ -77,6 +78,7 @@ def test_mig_mixed_h100(stack):
 
 
 def test_mig_pod_running(stack):
+    stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-balanced")    # lab04.mig_mixed_h100 done
     assert run(stack, "lab04.mig_pod_running").reason == "no pod requests nvidia.com/mig-1g.10gb"
 
     stack.pod("slice-2g", gpus="1", resource="nvidia.com/mig-2g.20gb")

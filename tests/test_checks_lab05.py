@@ -13,8 +13,6 @@ from gpulab.labs.steps import DeadlockedJobs
 from tests.conftest import stop_cluster
 from tests.test_checks_common import FakeGpuStack, eventually, run, start_plain_cluster
 
-# One cluster per module, its tests in file order (each builds on the state the previous one left).
-pytestmark = pytest.mark.xdist_group("checks-lab05")
 
 GANG_JOB = """apiVersion: batch/v1
 kind: Job
@@ -54,11 +52,26 @@ def stack(tmp_path_factory):
     stop_cluster(cluster)
 
 
+def clear_jobs(stack) -> None:
+    stack.cluster.kubectl("delete", "jobs", "train-a", "train-b", "--ignore-not-found", "--cascade=orphan")
+    stack.cluster.kubectl("delete", "pods", "-l", "batch.kubernetes.io/job-name in (train-a,train-b)",
+                          "--grace-period=0", "--force")                    # the deadlocked workers ignore SIGTERM
+    stack.cluster.kubectl("delete", "podgroups", "--all", "--ignore-not-found", check=False)   # CRD maybe absent
+    assert eventually(lambda: not stack.core.list_namespaced_pod("default").items)
+
+
+def lab_start(stack) -> None:
+    """The lab's starting state, built by the lab's own step as `gpulab lab reset` builds it."""
+    clear_jobs(stack)
+    DeadlockedJobs("deadlocked-jobs.yaml").apply(stack.api)
+
+
 def test_deadlock_explained(stack):
+    clear_jobs(stack)
     assert run(stack, "lab05.deadlock_explained", 2).reason == (
         "there is no Job train-a in namespace default, so no deadlock to read")
 
-    DeadlockedJobs("deadlocked-jobs.yaml").apply(stack.api)       # the lab's starting state, as reset builds it
+    lab_start(stack)
     for answer in ({"train-a": 2, "train-b": 2}, (2, 2), [2, "2"], 2, "2", "2 and 2"):
         result = run(stack, "lab05.deadlock_explained", answer)
         assert result.passed, (answer, result)
@@ -75,7 +88,21 @@ def test_deadlock_explained(stack):
         assert not result.passed and result.reason == reason, answer
 
 
-def test_coscheduling_installed(stack):
+def _jobs(stack, *, labels: dict | None, scheduler: str | None, groups: dict[str, int]) -> None:
+    clear_jobs(stack)
+    for name, min_member in groups.items():
+        stack.cluster.kubectl("apply", "-f", "-", input=POD_GROUP.format(name=name, min_member=min_member))
+    for job in ("train-a", "train-b"):
+        job_labels = {k: v.format(job=job) for k, v in (labels or {"app": "trainer"}).items()}
+        stack.cluster.kubectl("apply", "-f", "-", input=GANG_JOB.format(
+            job=job, labels=job_labels, scheduler=f"schedulerName: {scheduler}" if scheduler else ""))
+
+
+def test_coscheduling_installed_then_gang_jobs_complete(stack):
+    """One test for both: only it installs coscheduling, so it alone knows the CRD was not there before."""
+    lab_start(stack)
+    assert run(stack, "lab05.gang_jobs_complete").reason == (
+        "train-a's pods carry no scheduling.x-k8s.io/pod-group label, so they are not a gang")
     assert run(stack, "lab05.coscheduling_installed").reason == (
         "the PodGroup CRD (podgroups.scheduling.x-k8s.io) is not served, so PodGroups cannot exist")
 
@@ -102,30 +129,11 @@ def test_coscheduling_installed(stack):
     assert {d.metadata.name for d in deployments} == {"scheduler-plugins-scheduler", "scheduler-plugins-controller"}
     config_map = stack.core.read_namespaced_config_map("scheduler-config", "scheduler-plugins")
     assert "- schedulerName: scheduler-plugins-scheduler\n" in config_map.data["scheduler-config.yaml"]
-    result = eventually(lambda: run(stack, "lab05.coscheduling_installed").passed)
+    eventually(lambda: run(stack, "lab05.coscheduling_installed").passed)
     result = run(stack, "lab05.coscheduling_installed")
     assert result.passed, result
     assert result.reason == ("PodGroup CRD served and scheduler-plugins-scheduler running in namespace "
                              "scheduler-plugins")
-
-
-def _jobs(stack, *, labels: dict | None, scheduler: str | None, groups: dict[str, int]) -> None:
-    stack.cluster.kubectl("delete", "jobs", "train-a", "train-b", "--ignore-not-found", "--cascade=orphan")
-    stack.cluster.kubectl("delete", "pods", "-l", "batch.kubernetes.io/job-name in (train-a,train-b)",
-                          "--grace-period=0", "--force")                    # the deadlocked workers ignore SIGTERM
-    stack.cluster.kubectl("delete", "podgroups", "--all", "--ignore-not-found")
-    assert eventually(lambda: not stack.core.list_namespaced_pod("default").items)
-    for name, min_member in groups.items():
-        stack.cluster.kubectl("apply", "-f", "-", input=POD_GROUP.format(name=name, min_member=min_member))
-    for job in ("train-a", "train-b"):
-        job_labels = {k: v.format(job=job) for k, v in (labels or {"app": "trainer"}).items()}
-        stack.cluster.kubectl("apply", "-f", "-", input=GANG_JOB.format(
-            job=job, labels=job_labels, scheduler=f"schedulerName: {scheduler}" if scheduler else ""))
-
-
-def test_gang_jobs_complete(stack):
-    result = run(stack, "lab05.gang_jobs_complete")          # the deadlocked jobs of the starting state
-    assert result.reason == ("train-a's pods carry no scheduling.x-k8s.io/pod-group label, so they are not a gang")
 
     gang = {"scheduling.x-k8s.io/pod-group": "{job}"}
     _jobs(stack, labels=gang, scheduler=None, groups={"train-a": 4, "train-b": 4})

@@ -18,7 +18,7 @@ from .conftest import ROOT, start_cluster, stop_cluster
 
 H100_NODE = "gpulab-worker2"
 A100_NODE = "gpulab-worker3"
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("gpustack-install")]
 
 
 def wait_for(check, timeout: float = 60, interval: float = 0.5, what: str = "condition"):
@@ -202,9 +202,7 @@ data:
 
 def test_time_slicing_with_four_replicas(cluster, installed):
     wait_for(lambda: allocatable(cluster, H100_NODE) == "8", timeout=90, what="H100 capacity")
-    apply(cluster, TIME_SLICING)
-    cluster.kubectl("patch", "clusterpolicies.nvidia.com/cluster-policy", "-n", "gpu-operator", "--type", "merge",
-                    "-p", '{"spec":{"devicePlugin":{"config":{"name":"time-slicing-config","default":"any"}}}}')
+    use_time_slicing(cluster)
     wait_for(lambda: allocatable(cluster, H100_NODE) == "32", timeout=90, what="32 time-sliced GPUs")
     labels = wait_for(lambda: (lambda l: l if l.get("nvidia.com/gpu.product", "").endswith("-SHARED") else None)(
         node(cluster, H100_NODE)["metadata"]["labels"]), what="-SHARED product label")
@@ -222,7 +220,14 @@ def test_time_slicing_with_four_replicas(cluster, installed):
     assert json.loads(notes["gpulab.dev/expected-latency"])["mode"] == "time-slicing"
 
 
+def use_time_slicing(cluster) -> None:
+    apply(cluster, TIME_SLICING)
+    cluster.kubectl("patch", "clusterpolicies.nvidia.com/cluster-policy", "-n", "gpu-operator", "--type", "merge",
+                    "-p", '{"spec":{"devicePlugin":{"config":{"name":"time-slicing-config","default":"any"}}}}')
+
+
 def test_config_edits_need_a_rollout_restart_and_the_node_label_picks_a_config(cluster, installed):
+    use_time_slicing(cluster)
     wait_for(lambda: allocatable(cluster, H100_NODE) == "32", timeout=90, what="32 time-sliced GPUs")
     cluster.kubectl("label", "node", H100_NODE, "nvidia.com/device-plugin.config=strict")
     wait_for(lambda: allocatable(cluster, H100_NODE, "nvidia.com/gpu.shared") == "32", timeout=60,

@@ -15,7 +15,7 @@ import pytest
 
 from .conftest import KUBECTL, VENV_BIN
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("gpustack-kubeconfig")]
 RUNNER = textwrap.dedent("""
     import atexit, json, sys
     def report():
@@ -80,8 +80,9 @@ def test_gpustack_run_drives_a_cluster_through_a_kubeconfig_only(home):
             return kubectl(home, kubeconfig, "get", "node", "gpulab-worker2", "-o",
                            "jsonpath={.status.allocatable.nvidia\\.com/gpu}")
         assert wait_for(gpus, what="nvidia.com/gpu on the H100 node") == "8"
-        product = kubectl(home, kubeconfig, "get", "node", "gpulab-worker2", "-o",
-                          "jsonpath={.metadata.labels.nvidia\\.com/gpu\\.product}")
+        product = wait_for(lambda: kubectl(home, kubeconfig, "get", "node", "gpulab-worker2", "-o",
+                                           "jsonpath={.metadata.labels.nvidia\\.com/gpu\\.product}"),
+                           what="GFD's product label")
         assert product == "NVIDIA-H100-80GB-HBM3"
     finally:
         runner.send_signal(signal.SIGTERM)

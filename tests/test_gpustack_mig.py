@@ -17,7 +17,7 @@ import pytest
 from .conftest import start_cluster, stop_cluster
 
 H100_NODE = "gpulab-worker2"
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("gpustack-mig")]
 
 
 def wait_for(check, timeout: float = 90, interval: float = 0.5, what: str = "condition"):
@@ -61,6 +61,13 @@ def allocatable(cluster, resource: str) -> str | None:
 
 def mig_state(cluster) -> str | None:
     return labels(cluster).get("nvidia.com/mig.config.state")
+
+
+def split_all_1g(cluster) -> None:
+    """Select all-1g.10gb (a no-op when the node already has it) and wait for its 56 devices."""
+    wait_for(lambda: mig_state(cluster) in ("success", "failed"), what="a settled MIG manager")
+    cluster.kubectl("label", "node", H100_NODE, "nvidia.com/mig.config=all-1g.10gb", "--overwrite")
+    wait_for(lambda: settled(cluster) == "success", what="all-1g.10gb applied")
 
 
 def settled(cluster) -> str | None:
@@ -108,6 +115,7 @@ def test_all_1g_10gb_under_mixed(cluster):
 
 
 def test_a_mig_pod_sees_its_slice(cluster):
+    split_all_1g(cluster)
     wait_for(lambda: allocatable(cluster, "nvidia.com/mig-1g.10gb") == "56", what="56 MIG devices")
     cluster.kubectl("apply", "-f", "-", input=mig_pod("smi-mig", "nvidia-smi -L; nvidia-smi"))
     wait_for(lambda: phase(cluster, "smi-mig") == "Succeeded", what="nvidia-smi to finish")
@@ -124,6 +132,7 @@ def test_a_mig_pod_sees_its_slice(cluster):
 
 
 def test_gpu_pods_on_the_node_block_a_change(cluster):
+    split_all_1g(cluster)
     wait_for(lambda: allocatable(cluster, "nvidia.com/mig-1g.10gb") == "56", what="56 MIG devices")
     cluster.kubectl("apply", "-f", "-", input=mig_pod("busy", "sleep 3600"))
     wait_for(lambda: phase(cluster, "busy") == "Running", what="the busy pod")
@@ -143,7 +152,7 @@ def test_gpu_pods_on_the_node_block_a_change(cluster):
 
 
 def test_single_strategy_advertises_slices_as_gpus(cluster):
-    wait_for(lambda: allocatable(cluster, "nvidia.com/mig-1g.10gb") == "56", what="56 MIG devices")
+    split_all_1g(cluster)
     cluster.kubectl("patch", "clusterpolicies.nvidia.com/cluster-policy", "--type=json",
                     "-p", '[{"op": "replace", "path": "/spec/mig/strategy", "value": "single"}]')
     wait_for(lambda: allocatable(cluster, "nvidia.com/gpu") == "56", what="56 nvidia.com/gpu")

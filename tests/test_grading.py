@@ -17,13 +17,14 @@ import csv
 import importlib.util
 import os
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 _spec = importlib.util.spec_from_file_location("grading_course", Path(__file__).parent / "fixtures/grading/course.py")
-course_tools = importlib.util.module_from_spec(_spec)
+course_tools = sys.modules.setdefault(_spec.name, importlib.util.module_from_spec(_spec))
 _spec.loader.exec_module(course_tools)
 
 LAB = os.environ.get("GPULAB_GRADING_LAB", course_tools.FIXTURE_LAB)

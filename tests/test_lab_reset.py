@@ -10,8 +10,6 @@ from gpulab import checks, labs
 from gpulab.labs import steps
 from gpulab.learner import connection
 
-# The tests share the module's cluster: keep them on one xdist worker.
-pytestmark = pytest.mark.xdist_group("lab-reset")
 
 LAB03_CHANGES = [
     "delete every object in the cluster and start it afresh",

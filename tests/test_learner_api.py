@@ -15,9 +15,6 @@ from gpulab.learner import conditions, connection
 from gpulab.learner.waiting import Progress
 from tests.conftest import KUBECTL, ROOT
 
-# The tests share the module's cluster: keep them on one xdist worker.
-pytestmark = pytest.mark.xdist_group("learner-api")
-
 
 @pytest.fixture(autouse=True)
 def fresh_connection(monkeypatch, cluster):

@@ -14,8 +14,6 @@ from gpulab.widgets.latency_plot import figure_png
 from gpulab.widgets.progress_panel import render_progress
 from tests.test_checks_common import eventually
 
-# The tests share the module's cluster: keep them on one xdist worker.
-pytestmark = pytest.mark.xdist_group("widgets")
 
 H100_NODE = {
     "metadata": {"name": "gpulab-worker2", "labels": {

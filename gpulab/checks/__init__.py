@@ -57,15 +57,17 @@ def run(check_id: str, answer=NO_ANSWER, *, client=None) -> Result:
     recorded = client is None
     try:
         api_client = client if client is not None else connection.current().api_client
-        reader = ClusterReader(api_client)
-        result = check.func(reader, answer) if check.needs_answer else check.func(reader)
     except connection.ConnectError as exc:
-        result = failed(str(exc), "start the cluster (`gpulab cluster up`) or fix the kubeconfig, then run "
-                                  "gpulab.connect() again")
-    except Exception as exc:  # noqa: BLE001 - a verdict, never a traceback, in a learner's cell
-        result = _unreachable(exc, api_client.configuration.host)
-        if result is None:
-            raise
+        api_client, result = None, failed(str(exc), "start the cluster (`gpulab cluster up`) or fix the kubeconfig, "
+                                                    "then run gpulab.connect() again")
+    if api_client is not None:
+        try:
+            reader = ClusterReader(api_client)
+            result = check.func(reader, answer) if check.needs_answer else check.func(reader)
+        except Exception as exc:  # noqa: BLE001 - a verdict, never a traceback, in a learner's cell
+            result = _unreachable(exc, api_client)
+            if result is None:
+                raise
     result = replace(result, check_id=check_id)
     if recorded:
         progress.record(result)
@@ -83,7 +85,7 @@ def assert_passed(result: Result | str, answer=NO_ANSWER) -> Result:
     return result
 
 
-def _unreachable(exc: Exception, host: str) -> Result | None:
+def _unreachable(exc: Exception, api_client) -> Result | None:
     """A failed verdict for errors reaching the API server; None for anything else (a bug: let it raise)."""
     from kubernetes.client import ApiException
     from urllib3.exceptions import HTTPError
@@ -95,6 +97,6 @@ def _unreachable(exc: Exception, host: str) -> Result | None:
                       "has new credentials")
     if isinstance(exc, HTTPError):
         detail = str(getattr(exc, "reason", None) or exc).rsplit(": ", 1)[-1]   # urllib3's innermost cause
-        return failed(f"cannot reach the API server at {host} ({detail})",
+        return failed(f"cannot reach the API server at {api_client.configuration.host} ({detail})",
                       "is the cluster running? `gpulab cluster status`; then gpulab.connect()")
     return None

@@ -78,7 +78,9 @@ def _transform(ds: dict, spec: dict, namespace: str) -> dict:
     mig_config = (spec.get("migManager") or {}).get("config") or {}
     volumes: list[dict] = []
     for init in pod.get("initContainers", []):
-        if init["name"] in _VALIDATION_COMPONENT and name == "nvidia-operator-validator":
+        if init["name"] in _VALIDATION_COMPONENT:
+            # The validator runs each validation; the other operands wait for one (upstream with a shell loop
+            # on /run/nvidia/validations/<component>-ready, which the emulated nodes have no file for).
             init["command"] = ["sh", "-c"]
             init["args"] = ["nvidia-validator"]
             init["env"] = _env({"WITH_WAIT": "true", "COMPONENT": _VALIDATION_COMPONENT[init["name"]]}) + [

@@ -32,7 +32,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Integer, List, Unicode
+from traitlets import Bool, Integer, List, Unicode, default
 
 from .cells import check_calls, is_graded
 from .clusters import SubmissionCluster, supply_for
@@ -48,6 +48,10 @@ class HermeticExecute(Execute):
         "loaded into the grader once, never from a submission")).tag(config=True)
     prestart = Bool(False, help="Start the next notebook's cluster while this one runs").tag(config=True)
     recheck_timeout = Integer(30, help="Seconds the grader's own checks of one test cell may take").tag(config=True)
+
+    @default("shutdown_kernel")
+    def _kill_kernel_when_done(self) -> str:
+        return "immediate"      # the outputs are in; a graceful shutdown only costs seconds per submission
 
     def preprocess(self, nb: NotebookNode, resources: dict, km=None) -> tuple[NotebookNode, dict]:
         NotebookClient.__init__(self, nb, km)

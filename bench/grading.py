@@ -1,0 +1,157 @@
+"""Grading throughput: ``gpulab grade`` with --jobs 1 and 2 against plain ``nbgrader autograde``.
+
+One course of N submissions of a lab (the grading fixture lab by default;
+``GPULAB_BENCH_LAB=<lab>`` takes ``solutions/<lab>/``), half answered in full,
+half partly, built the way learners submit. Three timed runs over the same
+submissions:
+
+* baseline: stock ``nbgrader autograde LAB`` (nbgrader's own preprocessors, one
+  submission after another, as nbgrader does), every notebook against one
+  shared embedded cluster started beforehand and not counted: no cluster is
+  started or removed per submission and nothing is re-checked;
+* ``gpulab grade LAB --jobs 1``: the hermetic pipeline, a fresh cluster per
+  submission, the grader's own re-checks;
+* ``gpulab grade LAB --jobs 2 --force``: the same, two at a time.
+
+The cost ratio is the --jobs 1 time over the baseline's (both one submission
+at a time); the overhead is that ratio minus one. Wrong grades are counted
+against the score each submission earns on a cluster of its own: the shared
+cluster of the baseline lets partial submissions inherit earlier ones' work.
+Run ``python -m bench grading``; ``GPULAB_BENCH_SUBMISSIONS`` sets N (20).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("grading_course", ROOT / "tests/fixtures/grading/course.py")
+course_tools = sys.modules.setdefault(_spec.name, importlib.util.module_from_spec(_spec))
+_spec.loader.exec_module(course_tools)
+
+TARGET_PER_MINUTE = 20
+TARGET_OVERHEAD_PERCENT = 30
+STOCK_CONFIG = """c = get_config()
+c.CourseDirectory.course_id = "gpulab"
+c.CourseDirectory.source_directory = "../solutions"
+c.CourseDirectory.release_directory = "../labs"
+c.Execute.timeout = {timeout}
+"""
+
+
+def _course(tmp: Path, lab: str):
+    if lab == course_tools.FIXTURE_LAB:
+        return course_tools.make_course(tmp)
+    return course_tools.make_course(tmp, lab, ROOT / "solutions")
+
+
+def _submit_all(course, count: int) -> dict[str, float]:
+    exercises = course.exercises()
+    partial = exercises[: (len(exercises) + 1) // 2]
+    expected = {}
+    for i in range(count):
+        chosen = exercises if i % 2 == 0 else partial
+        student = f"learner{i:03d}"
+        course.submit(student, course.answered(chosen))
+        expected[student] = course.points(chosen)
+    return expected
+
+
+def _wrong(course, expected: dict[str, float]) -> int:
+    scores = course.scores()
+    return sum(1 for student, points in expected.items() if scores.get(student, (None,))[0] != points)
+
+
+def _timed(run) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def _baseline(tmp: Path, lab: str, count: int) -> tuple[float, int]:
+    """Stock nbgrader autograde of the submissions, all against one shared cluster."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from conftest import start_cluster, stop_cluster
+
+    course = _course(tmp / "baseline", lab)
+    (course.root / "nbgrader_config.py").write_text(STOCK_CONFIG.format(timeout=60))
+    expected = _submit_all(course, count)
+    shared = start_cluster(tmp / "shared")
+    env = {**course.env(), "GPULAB_CLUSTER": "kubeconfig", "KUBECONFIG": str(shared.kubeconfig),
+           "GPULAB_HOME": str(tmp / "shared-home")}
+    try:
+        from gpulab.labs import resolve
+
+        try:
+            for step in resolve(lab).steps:
+                step.apply(shared.client())
+        except KeyError:
+            pass
+        seconds = _timed(lambda: course.nbgrader("autograde", lab, env=env, timeout=3600))
+    finally:
+        stop_cluster(shared)
+    return seconds, _wrong(course, expected)
+
+
+def _gpulab_grade(course, expected: dict[str, float], jobs: int, *args: str) -> tuple[float, int]:
+    proc = None
+
+    def run():
+        nonlocal proc
+        proc = course.gpulab_grade("--jobs", str(jobs), *args, timeout=3600)
+
+    seconds = _timed(run)
+    if proc.returncode != 0:
+        raise RuntimeError(f"gpulab grade failed:\n{proc.stdout}\n{proc.stderr[-2000:]}")
+    return seconds, _wrong(course, expected)
+
+
+def _figures(seconds: float, count: int, wrong: int) -> dict:
+    return {"seconds": round(seconds, 1), "per_minute": round(count * 60 / seconds, 2), "wrong_grades": wrong}
+
+
+def main() -> dict:
+    lab = os.environ.get("GPULAB_BENCH_LAB", course_tools.FIXTURE_LAB)
+    count = int(os.environ.get("GPULAB_BENCH_SUBMISSIONS", "20"))
+    tmp = Path(tempfile.mkdtemp(prefix="gpulab-bench-grading-"))
+    load_before = os.getloadavg()
+    try:
+        base_seconds, base_wrong = _baseline(tmp, lab, count)
+        print(f"nbgrader autograde (shared cluster): {base_seconds:.1f}s", flush=True)
+        course = _course(tmp / "hermetic", lab)
+        expected = _submit_all(course, count)
+        one_seconds, one_wrong = _gpulab_grade(course, expected, 1)
+        print(f"gpulab grade --jobs 1: {one_seconds:.1f}s", flush=True)
+        two_seconds, two_wrong = _gpulab_grade(course, expected, 2, "--force")
+        print(f"gpulab grade --jobs 2: {two_seconds:.1f}s", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    ratio = one_seconds / base_seconds
+    jobs_2 = _figures(two_seconds, count, two_wrong)
+    return {
+        "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "lab": lab, "submissions": count,
+        "nbgrader_autograde_shared_cluster": _figures(base_seconds, count, base_wrong),
+        "gpulab_grade_jobs_1": _figures(one_seconds, count, one_wrong),
+        "gpulab_grade_jobs_2": jobs_2,
+        "cost_ratio_jobs_1_vs_nbgrader": round(ratio, 3),
+        "cluster_overhead_percent": round((ratio - 1) * 100, 1),
+        "targets": {"per_minute": TARGET_PER_MINUTE, "overhead_percent": TARGET_OVERHEAD_PERCENT},
+        "met": {"per_minute": jobs_2["per_minute"] >= TARGET_PER_MINUTE,
+                "overhead_percent": (ratio - 1) * 100 <= TARGET_OVERHEAD_PERCENT},
+    }
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(main(), indent=1))

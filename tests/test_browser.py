@@ -1,0 +1,143 @@
+"""The course as a learner meets it: JupyterLab in a browser, a lab run, a Check button clicked.
+
+JupyterLab serves a copy of a lab's solution notebook from a temporary
+directory (so nothing in the repository is saved over) with its own
+``GPULAB_HOME``, hence its own embedded cluster. Headless Chromium (Debian's
+``chromium`` package, driven through Playwright's Python API; no browser is
+downloaded) opens the notebook, runs all cells, clicks the Check button of
+``lab01.operator_pinned`` and reads the verdict the widget renders. The page is
+kept as ``test-artifacts/browser-lab01.png``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+LAB = "lab01-gpu-operator"
+NOTEBOOK = ROOT / "solutions" / LAB / f"{LAB}.ipynb"
+SCREENSHOT = ROOT / "test-artifacts" / "browser-lab01.png"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+RUN_TIMEOUT_MS = 420_000
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def chromium() -> str:
+    found = shutil.which("chromium")
+    if found is None:
+        pytest.skip("Chromium not found: install Debian's chromium (apt-get install chromium)")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def lab_env(home: Path) -> dict[str, str]:
+    """JupyterLab's (and so its kernels') environment: private homes for gpulab, kubectl and Jupyter."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "GPULAB_CLUSTER", "GPULAB_CLUSTER_NAME")}
+    env.update(GPULAB_HOME=str(home / "gpulab"), KUBECACHEDIR=str(home / "kubecache"),
+               JUPYTER_CONFIG_DIR=str(home / "jupyter-config"), JUPYTER_DATA_DIR=str(home / "jupyter-data"),
+               JUPYTER_RUNTIME_DIR=str(home / "jupyter-runtime"), IPYTHONDIR=str(home / "ipython"),
+               PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}")
+    return env
+
+
+def wait_for_server(url: str, process: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"JupyterLab did not answer {url} within {timeout:g}s")
+
+
+@pytest.fixture
+def jupyterlab(tmp_path: Path):
+    """JupyterLab on a free port, serving a directory that holds a copy of the lab; yields (base URL, token)."""
+    served = tmp_path / "served"
+    served.mkdir()
+    shutil.copy(NOTEBOOK, served / NOTEBOOK.name)
+    port, token = free_port(), secrets.token_hex(16)
+    env = lab_env(tmp_path)
+    log = (tmp_path / "jupyterlab.log").open("wb")
+    process = subprocess.Popen(
+        [str(VENV_BIN / "jupyter"), "lab", "--no-browser", "--allow-root", f"--port={port}", "--ServerApp.ip=127.0.0.1",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={served}",
+         f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}", f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
+         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        env=env, cwd=served, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_server(f"{base}/api/status?token={token}", process)
+        yield base, token
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+        subprocess.run([str(VENV_BIN / "gpulab"), "cluster", "reset"], env=env, capture_output=True, timeout=120)
+
+
+def test_a_lab_runs_in_jupyterlab_and_its_check_button_gives_a_verdict(jupyterlab):
+    executable = chromium()
+    from playwright.sync_api import expect, sync_playwright
+
+    base, token = jupyterlab
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            page.goto(f"{base}/lab/tree/{NOTEBOOK.name}?token={token}")
+            expect(page.locator(".jp-Notebook .jp-Cell").first).to_be_visible(timeout=120_000)
+            expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1,
+                                                                                                   timeout=120_000)
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+
+            # Every code cell has run once its prompt shows a number: [*] is running, [ ] not run yet.
+            deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
+            while time.monotonic() < deadline:
+                prompts = page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
+                if prompts and all(p.strip().strip("[]:").isdigit() for p in prompts):
+                    break
+                time.sleep(1)
+            else:
+                raise AssertionError(f"the notebook did not finish running: prompts {prompts}")
+            errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+            assert errors.count() == 0, errors.all_inner_texts()
+
+            widget = page.locator(".widget-vbox", has=page.locator("b", has_text="lab01.operator_pinned")).last
+            widget.get_by_role("button", name="Check").click()
+            verdict = widget.locator(".gpulab-result")
+            expect(verdict).to_be_visible(timeout=60_000)
+            verdict.scroll_into_view_if_needed()
+            text = verdict.inner_text()
+            assert "Passed" in text and "lab01.operator_pinned" in text, text
+            assert "driver 580.105.08 pinned" in text, text
+        finally:
+            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOT), full_page=False)
+            browser.close()

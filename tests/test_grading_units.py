@@ -1,0 +1,202 @@
+"""The grading pipeline's pure parts: reading test cells, scoring rules, feedback, cluster identity, the table."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from nbformat.notebooknode import NotebookNode
+from nbformat.v4 import new_code_cell, new_output
+
+from gpulab.grading.cells import CheckCall, check_calls, is_graded, is_instructor_code
+from gpulab.grading.clusters import SubmissionCluster, _start_ticks, stop_clusters_under
+from gpulab.grading.execute import kernel_env
+from gpulab.grading.feedback import ExplainGrades
+from gpulab.grading.parallel import Outcome, Report, summary
+from gpulab.grading.recheck import UnreadableAnswer, parse_answer
+from gpulab.grading.scoring import verified_score
+
+KNOWN = frozenset({"lab01.allocatable_gpus", "lab02.pools_labelled", "setup.connected"})
+
+
+def _test_cell(source: str, points: float = 2, outputs: list | None = None) -> NotebookNode:
+    cell = new_code_cell(source, metadata={"nbgrader": {
+        "grade": True, "solution": False, "locked": True, "grade_id": "t1", "points": points, "schema_version": 3}})
+    cell.outputs = outputs or []
+    return cell
+
+
+# --- which checks a test cell runs --------------------------------------------------------
+
+def test_check_calls_reads_ids_and_answer_expressions_in_source_order():
+    source = ('# assert_passed("lab02.pools_labelled") in a comment does not count\n'
+              'gpulab.checks.assert_passed("setup.connected")\n'
+              'print("lab02.pools_labelled")\n'
+              'assert_passed("lab01.allocatable_gpus", int(total) + 0)\n'
+              'gpulab.check("lab02.pools_labelled", answer=my_answer)\n'
+              'assert_passed("lab09.unknown")\n'
+              'assert_passed(check_id_in_a_variable)\n')
+    assert check_calls(source, KNOWN) == [CheckCall("setup.connected", None),
+                                          CheckCall("lab01.allocatable_gpus", "int(total) + 0"),
+                                          CheckCall("lab02.pools_labelled", "my_answer")]
+
+
+def test_check_calls_of_source_that_does_not_parse_is_empty():
+    assert check_calls('assert_passed("setup.connected"', KNOWN) == []
+
+
+def test_graded_and_instructor_cells():
+    test = _test_cell("pass")
+    answer = new_code_cell("x = 1", metadata={"nbgrader": {"grade": False, "solution": True, "grade_id": "a"}})
+    locked = new_code_cell("import gpulab", metadata={"nbgrader": {"grade": False, "solution": False,
+                                                                   "locked": True, "grade_id": "s"}})
+    assert [is_graded(c) for c in (test, answer, locked)] == [True, False, False]
+    assert [is_instructor_code(c) for c in (test, answer, locked)] == [True, False, True]
+
+
+# --- answers handed over by the kernel ----------------------------------------------------
+
+def test_parse_answer_takes_json_from_the_kernels_text_repr():
+    assert parse_answer({"status": "ok", "data": {"text/plain": "'12'"}}) == 12
+    assert parse_answer({"status": "ok", "data": {"text/plain": '\'"NVIDIA-H100"\''}}) == "NVIDIA-H100"
+    undefined = parse_answer({"status": "error", "ename": "NameError", "evalue": "name 'x' is not defined"})
+    assert undefined == UnreadableAnswer("NameError: name 'x' is not defined")
+    assert isinstance(parse_answer({"status": "ok", "data": {"text/plain": "<object at 0x1>"}}), UnreadableAnswer)
+
+
+# --- scoring ----------------------------------------------------------------------------
+
+PASSED = [{"check_id": "setup.connected", "passed": True, "reason": "ok", "hint": ""}]
+FAILED = [{"check_id": "setup.connected", "passed": False, "reason": "no", "hint": "h"}]
+WARNING = new_output("stream", name="stderr", text="x.py:1: FutureWarning: deprecated\n")
+ERROR = new_output("error", ename="AssertionError", evalue="setup.connected: no", traceback=[])
+
+
+def test_a_rechecked_cell_scores_only_when_the_kernel_and_the_grader_agree():
+    assert verified_score(_test_cell("c", outputs=[]), PASSED) == 2.0
+    assert verified_score(_test_cell("c", outputs=[]), FAILED) == 0.0          # kernel said fine: it was fooled
+    assert verified_score(_test_cell("c", outputs=[ERROR]), PASSED) == 0.0
+    assert verified_score(_test_cell("c", outputs=[WARNING]), PASSED) == 2.0   # warnings cost nothing
+
+
+def test_a_rechecked_cell_ignores_partial_credit_the_kernel_printed():
+    fake = new_output("execute_result", data={"text/plain": "1000"}, execution_count=1)
+    assert verified_score(_test_cell("c", outputs=[fake]), FAILED) == 0.0
+    assert verified_score(_test_cell("c", outputs=[fake]), PASSED) == 2.0
+
+
+def test_an_unchecked_cell_is_scored_like_nbgrader_minus_stderr():
+    assert verified_score(_test_cell("c", outputs=[WARNING]), None) == 2.0
+    assert verified_score(_test_cell("c", outputs=[WARNING, ERROR]), None) == 0.0
+    half = new_output("execute_result", data={"text/plain": "1.5"}, execution_count=1)
+    assert verified_score(_test_cell("c", outputs=[half]), None) == 1.5
+    too_much = new_output("execute_result", data={"text/plain": "7"}, execution_count=1)
+    assert verified_score(_test_cell("c", outputs=[too_much]), None) == 0.0
+
+
+# --- feedback ---------------------------------------------------------------------------
+
+def test_feedback_hides_hidden_tests_shortens_tracebacks_and_explains_the_verdict():
+    error = new_output("error", ename="AssertionError", evalue="lab02.pools_labelled: no pools\nHint: label them",
+                       traceback=["Traceback ...", 'assert_passed("lab02.pools_labelled")', "AssertionError: ..."])
+    cell = _test_cell('# visible\n### BEGIN HIDDEN TESTS\nassert_passed("lab02.pools_labelled")\n'
+                      '### END HIDDEN TESTS', outputs=[error])
+    cell.metadata["gpulab"] = {"checks": [{"check_id": "lab02.pools_labelled", "passed": False,
+                                           "reason": "GPU node x has no pool label", "hint": "kubectl label"}]}
+    cell, _ = ExplainGrades().preprocess_cell(cell, {}, 0)
+    assert cell.source == "# visible"
+    assert cell.outputs[0].traceback == ["AssertionError: lab02.pools_labelled: no pools\nHint: label them"]
+    verdict = cell.outputs[1]
+    assert verdict.data["text/plain"] == ("Grader: FAIL lab02.pools_labelled: GPU node x has no pool label\n"
+                                          "Hint: kubectl label")
+    assert "<i>Hint:</i> kubectl label" in verdict.data["text/html"]
+
+
+# --- the submission's cluster -------------------------------------------------------------
+
+def test_a_cluster_is_alive_only_while_the_process_the_grader_started_runs(tmp_path):
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    cluster = SubmissionCluster(tmp_path, {}, server.pid, _start_ticks(server.pid))
+    assert cluster.alive()
+    replacement = SubmissionCluster(tmp_path, {}, server.pid, "0")     # same pid, another start time
+    assert not replacement.alive()
+    server.kill()
+    deadline = time.monotonic() + 5
+    while cluster.alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not cluster.alive()
+
+
+def test_stop_clusters_under_kills_only_servers_whose_command_line_names_their_state(tmp_path):
+    state = tmp_path / "worker-0" / "grade-x" / "clusters" / "gpulab"
+    state.mkdir(parents=True)
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--dir", str(state)])
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    (state / "server.pid").write_text(str(server.pid))
+    other = tmp_path / "worker-1" / "grade-y" / "clusters" / "gpulab"
+    other.mkdir(parents=True)
+    (other / "server.pid").write_text(str(stranger.pid))      # a recycled pid: not ours to kill
+    try:
+        assert stop_clusters_under(tmp_path) == 1
+        assert server.wait(timeout=5) == -9
+        assert stranger.poll() is None
+    finally:
+        stranger.kill()
+        server.kill()
+
+
+def test_the_learners_kernel_sees_only_its_own_cluster(tmp_path, monkeypatch):
+    monkeypatch.setenv("KUBECONFIG", "/instructor/.kube/config")
+    monkeypatch.setenv("GPULAB_HOME", "/instructor/.gpulab")
+    monkeypatch.setenv("GPULAB_CLUSTER_NAME", "mine")
+    cluster = SubmissionCluster(tmp_path, {"apiVersion": "v1", "kind": "Config"}, 0, None)
+    env = kernel_env(cluster)
+    assert env["GPULAB_CLUSTER"] == "kubeconfig"
+    assert env["KUBECONFIG"] == str(tmp_path / "learner" / "kubeconfig")
+    assert Path(env["KUBECONFIG"]).read_text() == "apiVersion: v1\nkind: Config\n"
+    assert env["GPULAB_HOME"] == str(tmp_path / "learner")
+    assert env["NBGRADER_EXECUTION"] == "autograde"
+    assert "GPULAB_CLUSTER_NAME" not in env
+    assert env["PATH"].split(":")[0] == str(Path(sys.executable).parent)
+
+
+# --- gpulab grade ------------------------------------------------------------------------
+
+def test_summary_table():
+    report = Report("lab02-node-pools", 2, 30.0, [
+        Outcome("alice", "graded", 12.25, score=10.0, max_score=10.0),
+        Outcome("bob", "skipped", 0.5, score=4.0, max_score=10.0),
+        Outcome("mallory", "failed", 3.0, "the grading process died (killed by SIGKILL)\nsee log", None, 10.0),
+    ])
+    assert summary(report) == (
+        "student  score  max  status    time  detail\n"
+        "alice       10   10  graded   12.2s\n"
+        "bob          4   10  skipped   0.5s\n"
+        "mallory      -   10  failed    3.0s  the grading process died (killed by SIGKILL) | see log\n"
+        "lab02-node-pools: 1 graded, 1 skipped, 1 failed in 30.0s (2.0 submissions/min with --jobs 2)")
+
+
+def test_gpulab_grade_is_a_subcommand():
+    from gpulab.cli import build_parser
+
+    args = build_parser().parse_args(["grade", "lab02-node-pools", "--jobs", "4"])
+    assert (args.lab, args.jobs, args.course_dir, args.force) == ("lab02-node-pools", 4, Path("grader"), False)
+
+
+def test_gpulab_grade_explains_a_course_without_the_assignment(tmp_path, capsys):
+    from gpulab.cli import main
+
+    (tmp_path / "nbgrader_config.py").write_text("")
+    assert main(["grade", "lab02-node-pools", "--course-dir", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == (f"error: {tmp_path} has no gradebook.db: run `nbgrader generate_assignment "
+                                       f"lab02-node-pools` there first\n")
+
+
+@pytest.mark.parametrize("jobs", ["0", "-1"])
+def test_gpulab_grade_needs_a_job(jobs, capsys):
+    from gpulab.cli import main
+
+    assert main(["grade", "lab", "--jobs", jobs]) == 2
+    assert capsys.readouterr().err == "error: --jobs must be at least 1\n"

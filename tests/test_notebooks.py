@@ -1,0 +1,149 @@
+"""Every course notebook and every lab's solution runs top to bottom against its own fresh embedded cluster.
+
+Each notebook's kernel gets its own ``GPULAB_HOME`` (so its own embedded
+cluster, started by the notebook's ``gpulab.connect()``) and its own kubectl
+cache, so notebooks run side by side under pytest-xdist. A notebook passes
+when no cell raises and no cell writes to stderr: nbgrader scores a graded test
+cell with any stderr output as zero, and a red box in a course notebook is
+noise the learner cannot act on. The executed copies (and how long each cell
+took) are kept under ``test-artifacts/notebooks/`` for reading after a failure;
+the repository's notebooks are never written.
+
+Why nbclient and not nbmake/nbval: the stderr rule needs each cell's outputs
+and nbgrader metadata after execution, which both plugins hide.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+ARTIFACTS = ROOT / "test-artifacts" / "notebooks"
+COURSE = sorted((ROOT / "course").glob("*.ipynb"))
+SOLUTIONS = sorted((ROOT / "solutions").glob("*/*.ipynb"))
+CELL_TIMEOUT = 600
+
+
+def kernel_env(home: Path) -> dict[str, str]:
+    """The kernel's environment: a fresh GPULAB_HOME, the venv's programs first, no outside cluster."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "GPULAB_CLUSTER", "GPULAB_CLUSTER_NAME")}
+    env.update(GPULAB_HOME=str(home / "gpulab"), KUBECACHEDIR=str(home / "kubecache"),
+               PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}")
+    return env
+
+
+def execute(path: Path, home: Path) -> tuple[nbformat.NotebookNode, list[float]]:
+    """Run a copy of the notebook in its own directory; return it executed, with each cell's seconds."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    seconds: list[float] = []
+    started = time.monotonic()
+    original = client.async_execute_cell
+
+    async def timed(cell, index, **kwargs):
+        begun = time.monotonic()
+        try:
+            return await original(cell, index, **kwargs)
+        finally:
+            seconds.append(round(time.monotonic() - begun, 2))
+
+    client.async_execute_cell = timed
+    try:
+        client.execute(env=kernel_env(home))
+    finally:
+        nb.metadata["gpulab_test"] = {"seconds": round(time.monotonic() - started, 1), "cell_seconds": seconds}
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, str(ARTIFACTS / f"{path.parent.name}--{path.name}"))
+        stop_cluster(home)
+    return nb, seconds
+
+
+def stop_cluster(home: Path) -> None:
+    """Delete the notebook's embedded cluster (its server process and state)."""
+    subprocess.run([str(VENV_BIN / "gpulab"), "cluster", "reset"], env=kernel_env(home), capture_output=True,
+                   timeout=120)
+
+
+def stderr_outputs(nb: nbformat.NotebookNode, *, graded_only: bool = False) -> list[str]:
+    """``cell N (grade_id): text`` for every stderr stream a cell wrote (only nbgrader test cells if asked)."""
+    found = []
+    for index, cell in enumerate(nb.cells):
+        grading = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type != "code" or (graded_only and not grading.get("grade")):
+            continue
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream" and output.get("name") == "stderr":
+                found.append(f"cell {index} ({grading.get('grade_id', '-')}): {output.get('text', '')[:500]}")
+    return found
+
+
+def _id(path: Path) -> str:
+    return f"{path.parent.name}/{path.stem}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", COURSE + SOLUTIONS, ids=_id)
+def test_notebook_runs_top_to_bottom_on_a_fresh_cluster(path: Path, tmp_path: Path):
+    nb, seconds = execute(path, tmp_path)
+    assert not stderr_outputs(nb), f"{_id(path)} wrote to stderr:\n" + "\n".join(stderr_outputs(nb))
+    print(f"{_id(path)}: {sum(seconds):.0f}s; slowest cells: "
+          + json.dumps(sorted(enumerate(seconds), key=lambda c: -c[1])[:3]))
+
+
+def test_solutions_have_graded_cells_and_hidden_tests():
+    """Each lab is an nbgrader source: answer cells, visible test cells, and hidden tests in at least one."""
+    assert {p.parent.name for p in SOLUTIONS} == {"lab01-gpu-operator", "lab02-node-pools", "lab03-h100-pod",
+                                                   "lab04-sharing", "lab05-gang-scheduling", "final-assessment"}
+    for path in SOLUTIONS:
+        cells = nbformat.read(path, as_version=4).cells
+        grading = [c.metadata.get("nbgrader", {}) for c in cells]
+        assert grading[1].get("locked") and "gpulab.connect()" in cells[1].source, _id(path)
+        assert any(g.get("solution") for g in grading), _id(path)
+        tests = [c for c, g in zip(cells, grading) if g.get("grade")]
+        assert tests and all("gpulab.checks." in c.source for c in tests), _id(path)
+        assert any("### BEGIN HIDDEN TESTS" in c.source for c in tests), _id(path)
+        assert all(g.get("schema_version") == 3 for g in grading if g), _id(path)
+
+
+def test_notebooks_are_committed_without_outputs():
+    for path in COURSE + SOLUTIONS:
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code":
+                assert not cell.outputs and cell.execution_count is None, f"{_id(path)}: clear the outputs"
+
+
+def test_a_graded_cell_writing_to_stderr_is_caught(tmp_path: Path):
+    """The stderr rule itself: a test cell that writes to stderr is reported, an ordinary cell only when asked."""
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import sys; sys.stderr.write('ordinary\\n')"),
+        nbformat.v4.new_code_cell("import sys; sys.stderr.write('graded\\n')", metadata={"nbgrader": {
+            "grade": True, "grade_id": "t1", "locked": True, "points": 1, "schema_version": 3, "solution": False}}),
+    ])
+    from nbclient import NotebookClient
+
+    NotebookClient(nb, timeout=60, kernel_name="python3").execute()
+    assert stderr_outputs(nb, graded_only=True) == ["cell 1 (t1): graded\n"]
+    assert len(stderr_outputs(nb)) == 2
+
+
+def test_check_yourself_questions_are_the_checks_text():
+    """The course and the final assessment print the questions exactly as the checks judge them."""
+    from gpulab.checks.final import QUESTIONS
+
+    for path in (ROOT / "course" / "04-sharing.ipynb", ROOT / "solutions" / "final-assessment" /
+                 "final-assessment.ipynb"):
+        text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+        for question in QUESTIONS.values():
+            assert question["question"] in text, path.name
+            assert all(option in text for option in question["options"].values()), path.name
