@@ -23,11 +23,12 @@ install: $(STAMP)
 cluster: install
 	$(VENV)/bin/gpulab cluster up
 
-## make lab: set up, start the embedded cluster and JupyterLab on course/ (prints the URL)
+## make lab: set up, start the embedded cluster and JupyterLab on the course, course/ and labs/ (prints the URL)
 lab: cluster
-	@echo "Starting JupyterLab on course/ ..."
+	@echo "Starting JupyterLab: course/ holds the modules, labs/ the graded labs ..."
 	KUBECONFIG=$$($(VENV)/bin/gpulab cluster kubeconfig) PATH=$(CURDIR)/$(VENV)/bin:$$PATH \
-	  $(VENV)/bin/jupyter lab --no-browser --port=$(LAB_PORT) --ServerApp.root_dir=$(CURDIR)/course
+	  $(VENV)/bin/jupyter lab --no-browser --port=$(LAB_PORT) --ServerApp.root_dir=$(CURDIR) \
+	  --LabApp.default_url=/lab/tree/course/00-setup.ipynb
 
 ## make test: set up and run the whole suite
 test: install

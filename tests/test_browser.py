@@ -101,6 +101,18 @@ def jupyterlab(tmp_path: Path):
         subprocess.run([str(VENV_BIN / "gpulab"), "cluster", "reset"], env=env, capture_output=True, timeout=120)
 
 
+def accept_kernel_dialog(page) -> None:
+    """JupyterLab may ask which kernel to start for the notebook; take the one it proposes (Python 3)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
+    try:
+        dialog.wait_for(timeout=5_000)
+    except PlaywrightTimeout:
+        return
+    dialog.get_by_role("button", name="Select", exact=True).click()
+
+
 def test_a_lab_runs_in_jupyterlab_and_its_check_button_gives_a_verdict(jupyterlab):
     executable = chromium()
     from playwright.sync_api import expect, sync_playwright
@@ -114,8 +126,10 @@ def test_a_lab_runs_in_jupyterlab_and_its_check_button_gives_a_verdict(jupyterla
             expect(page.locator(".jp-Notebook .jp-Cell").first).to_be_visible(timeout=120_000)
             expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1,
                                                                                                    timeout=120_000)
+            accept_kernel_dialog(page)
             page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
             page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+            accept_kernel_dialog(page)
 
             # Every code cell has run once its prompt shows a number: [*] is running, [ ] not run yet.
             deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000

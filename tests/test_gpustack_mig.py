@@ -100,8 +100,9 @@ def test_all_1g_10gb_under_mixed(cluster):
     wait_for(lambda: allocatable(cluster, "nvidia.com/gpu") == "8", what="the H100 GPUs")
     wait_for(lambda: mig_state(cluster) == "success", what="the default all-disabled config")
     cluster.kubectl("label", "node", H100_NODE, "nvidia.com/mig.config=all-1g.10gb", "--overwrite")
-    wait_for(lambda: mig_state(cluster) == "pending", timeout=30, interval=0.1, what="pending")
-    assert labels(cluster)["nvidia.com/gpu.deploy.device-plugin"] == "paused-for-mig-change"
+    pending = wait_for(lambda: (lambda l: l if l.get("nvidia.com/mig.config.state") == "pending" else None)(
+        labels(cluster)), timeout=30, interval=0.1, what="pending")
+    assert pending["nvidia.com/gpu.deploy.device-plugin"] == "paused-for-mig-change"
     wait_for(lambda: settled(cluster) == "success", what="success")
     wait_for(lambda: allocatable(cluster, "nvidia.com/mig-1g.10gb") == "56", what="56 MIG devices")
     got = wait_for(lambda: (lambda l: l if l.get("nvidia.com/mig-1g.10gb.count") == "56" else None)(labels(cluster)),
@@ -144,7 +145,7 @@ def test_gpu_pods_on_the_node_block_a_change(cluster):
     messages = [e["message"] for e in json.loads(events)["items"]]
     assert any("In use by another client" in m for m in messages), messages
     assert phase(cluster, "busy") == "Running"            # the MIG manager never stops user workloads
-    assert allocatable(cluster, "nvidia.com/mig-1g.10gb") == "56"
+    wait_for(lambda: allocatable(cluster, "nvidia.com/mig-1g.10gb") == "56", what="the plugin back after the pause")
     cluster.kubectl("delete", "pod", "busy", "--grace-period=0", "--force")
     cluster.kubectl("label", "node", H100_NODE, "nvidia.com/mig.config=all-1g.10gb", "--overwrite")
     wait_for(lambda: settled(cluster) == "success" and labels(cluster)["nvidia.com/mig.config"] == "all-1g.10gb",
@@ -184,8 +185,13 @@ data:
 """
 
 
+def nvidia_resources(cluster) -> dict[str, str]:
+    return {k: v for k, v in node(cluster)["status"]["allocatable"].items() if k.startswith("nvidia.com/") and v != "0"}
+
+
 def test_an_impossible_layout_fails_with_a_reason(cluster):
-    wait_for(lambda: settled(cluster) == "success", what="a settled node")
+    wait_for(lambda: settled(cluster) and nvidia_resources(cluster), what="a settled node")
+    before = nvidia_resources(cluster)
     cluster.kubectl("apply", "-f", "-", input=CUSTOM)
     cluster.kubectl("patch", "clusterpolicies.nvidia.com/cluster-policy", "--type=merge",
                     "-p", '{"spec":{"migManager":{"config":{"name":"custom-mig-config"}}}}')
@@ -201,4 +207,4 @@ def test_an_impossible_layout_fails_with_a_reason(cluster):
     assert any("Error creating GPU instance for '3g.40gb': Insufficient Resources" in e["message"] and
                "all orderings failed" in e["message"] for e in events), [e["message"] for e in events]
     assert labels(cluster)["nvidia.com/gpu.deploy.device-plugin"] == "true"   # restored after the failure
-    wait_for(lambda: allocatable(cluster, "nvidia.com/gpu") == "56", what="the old geometry still advertised")
+    wait_for(lambda: nvidia_resources(cluster) == before, what="the old geometry still advertised")

@@ -43,14 +43,18 @@ def release(course: Path) -> Path:
     config.CourseDirectory.source_directory = "source"
     config.CourseDirectory.release_directory = "release"
     config.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
-    # nbgrader creates the gradebook by running the `alembic` program of its environment.
-    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    api = NbGraderAPI(config=config)
-    for lab in lab_names():
-        result = api.generate_assignment(lab, force=True)
-        if not result["success"]:
-            raise RuntimeError(f"nbgrader generate_assignment {lab} failed:\n{result.get('log', '')}"
-                               f"{result.get('error', '')}")
+    # nbgrader creates the gradebook by running the `alembic` program of its own environment.
+    path = os.environ.get("PATH", "")
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{path}"
+    try:
+        api = NbGraderAPI(config=config)
+        for lab in lab_names():
+            result = api.generate_assignment(lab, force=True)
+            if not result["success"]:
+                raise RuntimeError(f"nbgrader generate_assignment {lab} failed:\n{result.get('log', '')}"
+                                   f"{result.get('error', '')}")
+    finally:
+        os.environ["PATH"] = path
     return course / "release"
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -88,6 +89,21 @@ def stderr_outputs(nb: nbformat.NotebookNode, *, graded_only: bool = False) -> l
     return found
 
 
+# What kubectl (``error: ...``, ``Error from server (...)``) and helm or gpulab (``Error: ...``) print when a command
+# fails. gpulab.kubectl prints it on stdout without raising, so a failed command would otherwise pass unnoticed.
+COMMAND_ERROR = re.compile(r"^(error: |Error from server|Error: )", re.MULTILINE)
+
+
+def command_errors(nb: nbformat.NotebookNode) -> list[str]:
+    """``cell N: line`` for every output line in which kubectl, helm or gpulab reports a failed command."""
+    found = []
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            text = output.get("text", "") if output.get("output_type") == "stream" else ""
+            found += [f"cell {index}: {line}" for line in text.splitlines() if COMMAND_ERROR.match(line)]
+    return found
+
+
 def _id(path: Path) -> str:
     return f"{path.parent.name}/{path.stem}"
 
@@ -97,6 +113,7 @@ def _id(path: Path) -> str:
 def test_notebook_runs_top_to_bottom_on_a_fresh_cluster(path: Path, tmp_path: Path):
     nb, seconds = execute(path, tmp_path)
     assert not stderr_outputs(nb), f"{_id(path)} wrote to stderr:\n" + "\n".join(stderr_outputs(nb))
+    assert not command_errors(nb), f"{_id(path)} ran a command that failed:\n" + "\n".join(command_errors(nb))
     print(f"{_id(path)}: {sum(seconds):.0f}s; slowest cells: "
           + json.dumps(sorted(enumerate(seconds), key=lambda c: -c[1])[:3]))
 
@@ -147,3 +164,15 @@ def test_check_yourself_questions_are_the_checks_text():
         for question in QUESTIONS.values():
             assert question["question"] in text, path.name
             assert all(option in text for option in question["options"].values()), path.name
+
+
+def test_a_failed_kubectl_or_helm_command_is_caught():
+    """gpulab.kubectl prints a failure without raising: the notebook test must still see it."""
+    lines = ["error: --label-columns option cannot be used with custom-columns printer",
+             'Error from server (NotFound): pods "x" not found',
+             "Error: INSTALLATION FAILED: cannot re-use a name that is still in use",
+             'The Pod "half-gpu" is invalid: spec.containers[0].resources.limits[nvidia.com/gpu]: must be an integer',
+             "pod/trainer created"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("gpulab.kubectl('...')", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text="\n".join(lines) + "\n")])])
+    assert command_errors(nb) == [f"cell 0: {line}" for line in lines[:3]]

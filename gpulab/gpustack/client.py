@@ -14,7 +14,6 @@ same code drives kind or any other cluster.
 """
 from __future__ import annotations
 
-import logging
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -50,12 +49,8 @@ kube_watch = _kubernetes.watch
 ApiClient = _kubernetes.client.ApiClient
 ApiException = _kubernetes.client.exceptions.ApiException
 
-log = logging.getLogger("gpulab.gpustack.client")
 
 MERGE_PATCH = "application/merge-patch+json"
-STRATEGIC_PATCH = "application/strategic-merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
-APPLY_PATCH = "application/apply-patch+yaml"
 FIELD_MANAGER = "gpu-operator"
 
 
@@ -92,10 +87,6 @@ DAEMONSETS = Resource("apps/v1", "daemonsets")
 DEPLOYMENTS = Resource("apps/v1", "deployments")
 CRDS = Resource("apiextensions.k8s.io/v1", "customresourcedefinitions", namespaced=False)
 CLUSTERPOLICIES = Resource("nvidia.com/v1", "clusterpolicies", namespaced=False)
-
-
-def is_status(exc: BaseException, *codes: int) -> bool:
-    return isinstance(exc, ApiException) and exc.status in codes
 
 
 def error_message(exc: ApiException) -> str:

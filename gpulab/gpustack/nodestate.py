@@ -31,10 +31,6 @@ def annotations(node: dict) -> dict[str, str]:
     return (node.get("metadata") or {}).get("annotations") or {}
 
 
-def labels(node: dict) -> dict[str, str]:
-    return (node.get("metadata") or {}).get("labels") or {}
-
-
 def node_gpus(node: dict) -> NodeGpus | None:
     """The node's GPUs, or None for a node without (or with unreadable) GPU annotations."""
     notes = annotations(node)

@@ -193,6 +193,8 @@ def operand_daemonset(spec: dict[str, Any], op: Operand, *, namespace: str = "gp
         update_strategy = {"type": "OnDelete"}
     else:
         max_unavailable = (daemonsets.get("rollingUpdate") or {}).get("maxUnavailable", "1")
+        if isinstance(max_unavailable, str) and max_unavailable.isdigit():
+            max_unavailable = int(max_unavailable)   # the operator's intstr.Parse: "1" is the integer 1
         update_strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": max_unavailable}}
     pod_spec: dict[str, Any] = {
         "nodeSelector": {op.deploy_label: "true"},

@@ -22,7 +22,6 @@ from . import client
 from .mig import default_config_map
 from .operands import NFD_OS_ID_LABEL, NFD_OS_VERSION_LABEL, OPERANDS, is_enabled, operand_daemonset, os_tag
 
-SINGLETON = "cluster-policy"
 DEFAULT_MIG_CONFIG = "default-mig-parted-config"
 DCGM_EXPORTER_PORT = 9400
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
@@ -129,9 +128,6 @@ def _transform(ds: dict, spec: dict, namespace: str) -> dict:
                 container["volumeMounts"] = [{"name": "available-configs", "mountPath": "/available-configs"}]
     if volumes:
         pod["volumes"] = volumes
-    rolling = ds["spec"]["updateStrategy"].get("rollingUpdate") or {}
-    if isinstance(rolling.get("maxUnavailable"), str) and rolling["maxUnavailable"].isdigit():
-        rolling["maxUnavailable"] = int(rolling["maxUnavailable"])   # intstr.Parse: "1" is the integer 1
     return ds
 
 

@@ -5,13 +5,13 @@ pod is running, as the real ones do:
 
 * the operator (its ``gpu-operator`` Deployment's pod): ClusterPolicy status,
   operand DaemonSets and per-node ``nvidia.com/gpu.deploy.*`` labels
-  (:mod:`.operator`, :mod:`.operands`), the driver upgrade controller (:mod:`.driver`);
+  (:mod:`.operator`, :mod:`.operands`), the driver upgrade controller (:mod:`.upgrades`);
 * nfd-worker: ``feature.node.kubernetes.io/*`` labels (:mod:`.nfd`);
 * the driver pod: which driver the node runs;
 * GFD: ``nvidia.com/*`` labels (:mod:`.gfd`);
 * the device plugin: capacity, allocatable, device allocation for each GPU pod
   (:mod:`.deviceplugin`, :mod:`.allocation`);
-* the MIG manager: ``nvidia.com/mig.config`` -> geometry and ``mig.config.state`` (:mod:`.migmanager`);
+* the MIG manager: ``nvidia.com/mig.config`` -> geometry and ``mig.config.state`` (:mod:`.reconfigure`);
 * the validator: the ``nvidia-cuda-validator`` pod (:mod:`.validator`).
 
 It reaches the cluster only through a kubeconfig (:mod:`.client`); caches are
@@ -40,44 +40,23 @@ from .deviceplugin import (CONFIG_LABEL, ENDPOINT_STOP_GRACE_SECONDS, PLUGIN_RES
                            choose_config, node_resources, plugin_devices)
 from .events import Recorder
 from .gfd import GfdError, gfd_labels
-from .mig import MigPartedError
-from .nodestate import MIG_LAYOUT_ANNOTATION, encode_layout, node_gpus, read_layout
+from .nodestate import node_gpus, read_layout
 from .operands import deploy_labels
 from .sharing import NO_SHARING, effective_mig_strategy
 from .informer import Informer, WorkQueue
+from .pods import NFD_WORKER, OPERATOR_APP, active, containers_ready, meta, operand_app, running
+from .reconfigure import MigReconfigure
+from .upgrades import DriverUpgrades
 
 log = logging.getLogger("gpulab.gpustack")
 
 DEFAULT_NAMESPACE = "gpu-operator"
-OPERATOR_APP = "gpu-operator"
-NFD_WORKER = "nfd-worker"
 LEASE_NAME = "gpulab-gpustack"
 LEASE_NAMESPACE = "kube-system"
 LEASE_SECONDS = 45
 LEASES = client.Resource("coordination.k8s.io/v1", "leases")
 HASH_ANNOTATION = "nvidia.com/last-applied-hash"
 PLUGIN_FAILED_REASON = "DevicePluginFailed"
-TERMINAL = ("Succeeded", "Failed")
-
-
-def _meta(obj: dict) -> dict:
-    return obj.get("metadata") or {}
-
-
-def running(pod: dict) -> bool:
-    return (pod.get("status") or {}).get("phase") == "Running" and not _meta(pod).get("deletionTimestamp")
-
-
-def active(pod: dict) -> bool:
-    """A pod that holds its devices: not finished (a terminating pod keeps them until it is gone)."""
-    return (pod.get("status") or {}).get("phase") not in TERMINAL
-
-
-def operand_app(pod: dict) -> str | None:
-    labels = _meta(pod).get("labels") or {}
-    if labels.get("app.kubernetes.io/name") == "node-feature-discovery" and labels.get("role") == "worker":
-        return NFD_WORKER
-    return labels.get("app")
 
 
 def _now_iso() -> str:
@@ -111,7 +90,8 @@ class GpuStack:
         self._plugin_configs: dict[str, tuple[str | None, LoadedConfig]] = {}   # plugin pod uid -> (label, config)
         self._endpoints: dict[str, dict[str, dict]] = {}                         # node -> resource -> endpoint
         self._validated: set[str] = set()                                        # validator pod uids
-        self._mig_handled: dict[str, tuple[str, str]] = {}                       # node -> (manager uid, config)
+        self.mig_manager = MigReconfigure(self)
+        self.driver_upgrades = DriverUpgrades(self)
         self._leader = False
         self._lease_renewed = 0.0
         self._index_lock = threading.Lock()
@@ -124,13 +104,13 @@ class GpuStack:
         if kind == "MODIFIED" and old is not None and _relevant(node) == _relevant(old):
             return      # a kubelet heartbeat: nothing any component reads has changed
         self.queue.add(("node", node["metadata"]["name"]))
-        state = (_meta(node).get("labels") or {}).get(driver.UPGRADE_STATE_LABEL)
-        if kind != "MODIFIED" or state != (_meta(old or {}).get("labels") or {}).get(driver.UPGRADE_STATE_LABEL):
+        state = (meta(node).get("labels") or {}).get(driver.UPGRADE_STATE_LABEL)
+        if kind != "MODIFIED" or state != (meta(old or {}).get("labels") or {}).get(driver.UPGRADE_STATE_LABEL):
             self.queue.add(("policy",))
 
     def _on_pod(self, kind: str, pod: dict, old: dict | None) -> None:
         node = (pod.get("spec") or {}).get("nodeName") or ((old or {}).get("spec") or {}).get("nodeName")
-        key = (_meta(pod).get("namespace", ""), _meta(pod)["name"])
+        key = (meta(pod).get("namespace", ""), meta(pod)["name"])
         with self._index_lock:
             if old is not None:
                 previous = (old.get("spec") or {}).get("nodeName")
@@ -140,7 +120,7 @@ class GpuStack:
                 self._pods_by_node.get(node or "", {}).pop(key, None)
             elif node:
                 self._pods_by_node.setdefault(node, {})[key] = pod
-        if _meta(pod).get("namespace") == self.namespace and operand_app(pod) == OPERATOR_APP:
+        if meta(pod).get("namespace") == self.namespace and operand_app(pod) == OPERATOR_APP:
             self._all_nodes()
             self.queue.add(("policy",))
         if node:
@@ -254,11 +234,11 @@ class GpuStack:
         items = self.policies.items()
         if not items:
             return None
-        return min(items, key=lambda p: (_meta(p).get("creationTimestamp", ""), _meta(p)["name"]))
+        return min(items, key=lambda p: (meta(p).get("creationTimestamp", ""), meta(p)["name"]))
 
     def operator_running(self) -> bool:
         return any(running(p) and operand_app(p) == OPERATOR_APP for p in self.pods.items()
-                   if _meta(p).get("namespace") == self.namespace)
+                   if meta(p).get("namespace") == self.namespace)
 
     def pods_on(self, node: str) -> list[dict]:
         with self._index_lock:
@@ -267,7 +247,7 @@ class GpuStack:
     def operands_on(self, pods_here: list[dict]) -> dict[str, dict]:
         """app -> the running operand pod of that app on the node."""
         return {operand_app(p): p for p in pods_here
-                if _meta(p).get("namespace") == self.namespace and running(p) and operand_app(p)}
+                if meta(p).get("namespace") == self.namespace and running(p) and operand_app(p)}
 
     # --- one node ------------------------------------------------------------------------------
     def reconcile_node(self, name: str) -> None:
@@ -281,8 +261,8 @@ class GpuStack:
         pods_here = self.pods_on(name)
         operands = self.operands_on(pods_here)
         gpus = node_gpus(node)
-        labels = dict(_meta(node).get("labels") or {})
-        notes = dict(_meta(node).get("annotations") or {})
+        labels = dict(meta(node).get("labels") or {})
+        notes = dict(meta(node).get("annotations") or {})
         managed = {n if "/" in n else nfd.PREFIX + n
                    for n in filter(None, notes.get(nfd.FEATURE_LABELS_ANNOTATION, "").split(","))}
 
@@ -299,14 +279,14 @@ class GpuStack:
         driver_version = self._driver_version(spec, operands, gpus, policy is not None)
         layout = read_layout(node, gpus) if gpus else ()
         if gpus and operator_active and "nvidia-mig-manager" in operands:
-            layout = self._mig_manager(node, gpus, layout, labels, notes, pods_here, spec, operands)
+            layout = self.mig_manager.step(node, gpus, layout, labels, notes, pods_here, spec, operands)
 
         plugin = operands.get("nvidia-device-plugin-daemonset")
-        loaded = self._plugin_config(plugin, labels, spec, policy) if plugin else None
+        loaded = self._plugin_config(plugin, labels, spec) if plugin else None
         strategy = effective_mig_strategy(loaded.config if loaded else NO_SHARING,
                                           (spec.get("mig") or {}).get("strategy"))
         if gpus and driver_version and "gpu-feature-discovery" in operands:
-            gfd_config = self._gfd_config(labels, spec, policy)
+            gfd_config = self._gfd_config(labels, spec)
             try:
                 fresh = gfd_labels(gpus.model, gpus.count, driver_version=driver_version,
                                    cuda_version=driver.cuda_version(driver_version),
@@ -341,17 +321,17 @@ class GpuStack:
             self._validate(name, node, pods_here, gpus, layout, spec)
 
     def _write_node(self, node: dict, labels: dict[str, str], notes: dict[str, str]) -> None:
-        meta = _meta(node)
-        label_patch = _diff(meta.get("labels") or {}, labels)
-        note_patch = _diff(meta.get("annotations") or {}, notes)
+        current = meta(node)
+        label_patch = _diff(current.get("labels") or {}, labels)
+        note_patch = _diff(current.get("annotations") or {}, notes)
         if not label_patch and not note_patch:
             return
-        patch: dict = {"metadata": {"resourceVersion": meta["resourceVersion"]}}
+        patch: dict = {"metadata": {"resourceVersion": current["resourceVersion"]}}
         if label_patch:
             patch["metadata"]["labels"] = label_patch
         if note_patch:
             patch["metadata"]["annotations"] = note_patch
-        self.kube.patch(client.NODES, meta["name"], patch)
+        self.kube.patch(client.NODES, current["name"], patch)
 
     # --- driver ----------------------------------------------------------------------------------
     def _driver_version(self, spec: dict, operands: dict[str, dict], gpus, installed: bool) -> str | None:
@@ -361,14 +341,14 @@ class GpuStack:
         if not (spec.get("driver") or {}).get("enabled", True):
             return driver.PREINSTALLED_DRIVER
         pod = operands.get(driver.DRIVER_APP)
-        if pod is None or not _containers_ready(pod):
+        if pod is None or not containers_ready(pod):
             return None
         return driver.image_driver_version(driver.driver_container_image(pod)) or None
 
     # --- device plugin -------------------------------------------------------------------------
-    def _plugin_config(self, plugin: dict, labels: dict[str, str], spec: dict, policy: dict | None) -> LoadedConfig:
+    def _plugin_config(self, plugin: dict, labels: dict[str, str], spec: dict) -> LoadedConfig:
         """What config-manager gave this plugin pod: read at start, re-read when the node label changes."""
-        uid = _meta(plugin)["uid"]
+        uid = meta(plugin)["uid"]
         label = labels.get(CONFIG_LABEL)
         remembered = self._plugin_configs.get(uid)
         if remembered is not None and remembered[0] == label:
@@ -385,7 +365,7 @@ class GpuStack:
         available = (cm or {}).get("data") or {}
         return choose_config(label, config.get("default", ""), available, current)
 
-    def _gfd_config(self, labels: dict[str, str], spec: dict, policy: dict | None) -> LoadedConfig:
+    def _gfd_config(self, labels: dict[str, str], spec: dict) -> LoadedConfig:
         """GFD runs its own config-manager with the same config; it reads it on every labelling pass."""
         return self._read_config(labels.get(CONFIG_LABEL), spec, None)
 
@@ -397,7 +377,7 @@ class GpuStack:
         devices: dict = {}
         if plugin is not None and driver_version and loaded is not None:
             devices, error = plugin_devices(name, layout, strategy, loaded)
-            uid = _meta(plugin)["uid"]
+            uid = meta(plugin)["uid"]
             if error and self._plugin_errors.get(uid) != error:
                 self._plugin_errors[uid] = error
                 self.recorder.event({**plugin, "kind": "Pod", "apiVersion": "v1"}, "Warning",
@@ -446,12 +426,12 @@ class GpuStack:
                   driver_version: str) -> None:
         resources = set(devices)
         holders = [p for p in pods_here if active(p) and allocation.allocated_ids(p)
-                   and _meta(p).get("namespace") != self.namespace]
+                   and meta(p).get("namespace") != self.namespace]
         used = set().union(*(allocation.allocated_ids(p) for p in holders)) if holders else set()
         config = loaded.config if loaded else NO_SHARING
         for pod in pods_here:
-            notes = _meta(pod).get("annotations") or {}
-            if not active(pod) or _meta(pod).get("deletionTimestamp") or allocation.ALLOCATION_ANNOTATION in notes:
+            notes = meta(pod).get("annotations") or {}
+            if not active(pod) or meta(pod).get("deletionTimestamp") or allocation.ALLOCATION_ANNOTATION in notes:
                 continue
             if not allocation.pod_requests_any(pod, resources):
                 continue
@@ -461,170 +441,76 @@ class GpuStack:
             granted = {i for c in doc["containers"].values() for ids in c["devices"].values() for i in ids}
             used |= granted
             if granted:
-                holders.append({**pod, "metadata": {**_meta(pod), "annotations": {**notes, **pod_notes}}})
-            self.kube.patch(client.PODS, _meta(pod)["name"], {"metadata": {"annotations": pod_notes}},
-                            _meta(pod)["namespace"])
+                holders.append({**pod, "metadata": {**meta(pod), "annotations": {**notes, **pod_notes}}})
+            self.kube.patch(client.PODS, meta(pod)["name"], {"metadata": {"annotations": pod_notes}},
+                            meta(pod)["namespace"])
         running_holders = [p for p in holders if (p.get("status") or {}).get("phase") in ("Running", "Pending")]
         for pod in running_holders:
             figures = allocation.latency_figures(pod, devices, running_holders, gpus.model)
             if not figures:
                 continue
             value = json.dumps(figures, separators=(",", ":"), sort_keys=True)
-            if (_meta(pod).get("annotations") or {}).get(allocation.LATENCY_ANNOTATION) != value:
-                self.kube.patch(client.PODS, _meta(pod)["name"],
+            if (meta(pod).get("annotations") or {}).get(allocation.LATENCY_ANNOTATION) != value:
+                self.kube.patch(client.PODS, meta(pod)["name"],
                                 {"metadata": {"annotations": {allocation.LATENCY_ANNOTATION: value}}},
-                                _meta(pod)["namespace"])
+                                meta(pod)["namespace"])
 
     # --- validator -------------------------------------------------------------------------------
     def _validate(self, name: str, node: dict, pods_here: list[dict], gpus, layout, spec: dict) -> None:
         """The validator's cuda-validation: one ``nvidia-cuda-validator-xxxxx`` pod per validator pod start."""
-        validators = [p for p in pods_here if _meta(p).get("namespace") == self.namespace
-                      and operand_app(p) == migmanager.OPERATOR_VALIDATOR_APP and not _meta(p).get("deletionTimestamp")]
+        validators = [p for p in pods_here if meta(p).get("namespace") == self.namespace
+                      and operand_app(p) == migmanager.OPERATOR_VALIDATOR_APP and not meta(p).get("deletionTimestamp")]
         ds = self.daemonsets.get("nvidia-operator-validator", self.namespace)
         for pod in validators:
-            uid = _meta(pod)["uid"]
+            uid = meta(pod)["uid"]
             if uid in self._validated or ds is None:
                 continue
-            existing = [p for p in pods_here if _meta(p).get("namespace") == self.namespace
+            existing = [p for p in pods_here if meta(p).get("namespace") == self.namespace
                         and operand_app(p) == validator.CUDA_VALIDATOR_APP]
             if existing and not self._validated:
                 self._validated.add(uid)       # after a restart: this validator already ran its workload
                 continue
             for old in existing:
-                self.kube.delete(client.PODS, _meta(old)["name"], self.namespace, propagation="Background",
+                self.kube.delete(client.PODS, meta(old)["name"], self.namespace, propagation="Background",
                                  grace_period=0)
             self.kube.create(client.PODS, validator.cuda_workload_pod(ds, name, self.namespace, gpus, layout),
                              self.namespace)
             self._validated.add(uid)
 
-    # --- MIG manager -----------------------------------------------------------------------------
-    def _mig_manager(self, node: dict, gpus, layout, labels: dict[str, str], notes: dict[str, str],
-                     pods_here: list[dict], spec: dict, operands: dict[str, dict]):
-        """One step of ``reconfigure.go`` for this node; mutates ``labels``/``notes``; returns the layout."""
-        selected = labels.get(migmanager.CONFIG_LABEL)
-        if not selected or not gpus.model.mig_capable:
-            return layout
-        saved = migmanager.saved_labels(notes)
-        handled = (_meta(operands["nvidia-mig-manager"])["uid"], selected)
-        name = node["metadata"]["name"]
-        if saved is None and self._mig_handled.get(name) == handled and \
-                labels.get(migmanager.STATE_LABEL) in ("success", "failed"):
-            return layout
-        self._mig_handled.pop(name, None)
-        mig_config = (spec.get("migManager") or {}).get("config") or {}
-        config_name = mig_config.get("name") or operator.DEFAULT_MIG_CONFIG
-        try:
-            configs = migmanager.load_configs(self.configmaps.get(config_name, self.namespace), config_name)
-            if selected not in configs:
-                raise MigPartedError(f"error selecting MIG config: selected mig-config not present: {selected}")
-        except MigPartedError as err:
-            self._mig_handled[name] = handled
-            return self._mig_failed(node, labels, notes, saved, str(err), layout)
-        try:
-            wanted = migmanager.apply(gpus.model, gpus.count, selected, configs, layout)
-        except MigPartedError as err:
-            wanted, failure = None, err
-        else:
-            failure = None
-        if saved is None:
-            if wanted == layout:
-                labels[migmanager.STATE_LABEL] = "success"
-                self._mig_handled[name] = handled
-                return layout
-            notes[migmanager.SAVED_ANNOTATION] = migmanager.encode_saved(labels)
-            labels[migmanager.STATE_LABEL] = "pending"
-            labels.update(migmanager.paused_labels(labels))
-            return layout
-        waiting = [p for p in pods_here if _meta(p).get("namespace") == self.namespace
-                   and operand_app(p) in migmanager.PAUSED_APPS]
-        if waiting:
-            return layout
-        for pod in pods_here:
-            if _meta(pod).get("namespace") == self.namespace and operand_app(pod) in migmanager.VALIDATOR_APPS:
-                self.kube.delete(client.PODS, _meta(pod)["name"], self.namespace)
-        self._mig_handled[name] = handled
-        if failure is not None:
-            return self._mig_failed(node, labels, notes, saved, str(failure), layout, log_lines=failure.log)
-        busy = self._busy_gpus(name, pods_here, gpus, layout)
-        refusal = migmanager.in_use_error(layout, wanted, busy)
-        if refusal:
-            return self._mig_failed(node, labels, notes, saved, refusal, layout)
-        encoded = encode_layout(wanted)
-        if encoded is None:
-            notes.pop(MIG_LAYOUT_ANNOTATION, None)
-        else:
-            notes[MIG_LAYOUT_ANNOTATION] = encoded
-        for pod in pods_here:
-            if _meta(pod).get("namespace") == self.namespace and \
-                    operand_app(pod) == migmanager.OPERATOR_VALIDATOR_APP:
-                self.kube.delete(client.PODS, _meta(pod)["name"], self.namespace)
-        labels.update(migmanager.restored_labels(saved))
-        labels[migmanager.STATE_LABEL] = "success"
-        notes.pop(migmanager.SAVED_ANNOTATION, None)
-        return wanted
-
-    def _mig_failed(self, node: dict, labels, notes, saved, message: str, layout, log_lines=()):
-        labels.update(migmanager.restored_labels(saved or labels))
-        labels[migmanager.STATE_LABEL] = "failed"
-        notes.pop(migmanager.SAVED_ANNOTATION, None)
-        detail = "; ".join([*log_lines, message])
-        self.recorder.event({**node, "kind": "Node", "apiVersion": "v1"}, "Warning", migmanager.EVENT_REASON,
-                            f"Failed to apply MIG config {labels.get(migmanager.CONFIG_LABEL)!r}: {detail}",
-                            host=node["metadata"]["name"])
-        return layout
-
-    def _busy_gpus(self, name: str, pods_here: list[dict], gpus, layout) -> set[int]:
-        """GPU indices with a device held by a running pod other than the operands."""
-        from .deviceplugin import physical_devices
-        index_of = {}
-        for strategy in ("none", "single", "mixed"):
-            for devs in physical_devices(name, layout, strategy).values():
-                for d in devs:
-                    index_of[d.physical] = d.gpu_index
-        busy = set()
-        for pod in pods_here:
-            if not active(pod) or _meta(pod).get("namespace") == self.namespace:
-                continue
-            for device_id in allocation.allocated_ids(pod):
-                physical = device_id.split("::")[0]
-                if physical in index_of:
-                    busy.add(index_of[physical])
-        return busy
-
     # --- the operator's cluster-wide work --------------------------------------------------------
     def reconcile_policy(self) -> None:
         policy = self.policy()
         for other in self.policies.items():
-            if policy is not None and _meta(other)["uid"] != _meta(policy)["uid"] and \
+            if policy is not None and meta(other)["uid"] != meta(policy)["uid"] and \
                     (other.get("status") or {}).get("state") != "ignored" and self.operator_running():
-                self.kube.patch(client.CLUSTERPOLICIES, _meta(other)["name"], {"status": {"state": "ignored"}},
+                self.kube.patch(client.CLUSTERPOLICIES, meta(other)["name"], {"status": {"state": "ignored"}},
                                 subresource="status")
         if policy is None or not self.operator_running():
             return
         nodes = self.nodes.items()
-        gpu_labels = [_meta(n).get("labels") or {} for n in nodes
-                      if (_meta(n).get("labels") or {}).get(nfd.PCI_NVIDIA_LABEL) == "true"]
+        gpu_labels = [meta(n).get("labels") or {} for n in nodes
+                      if (meta(n).get("labels") or {}).get(nfd.PCI_NVIDIA_LABEL) == "true"]
         desired = operator.desired_objects(policy, self.namespace, gpu_labels)
         wanted_ds = set()
         for resource, obj in desired:
             if resource is client.DAEMONSETS:
                 wanted_ds.add(obj["metadata"]["name"])
                 self._apply_daemonset(obj)
-            elif (_meta(policy)["uid"], resource.plural, obj["metadata"]["name"]) not in self._ensured:
+            elif (meta(policy)["uid"], resource.plural, obj["metadata"]["name"]) not in self._ensured:
                 try:
                     self.kube.create(resource, obj, self.namespace)
                 except ApiException as exc:
                     if exc.status != 409:
                         raise
-                self._ensured.add((_meta(policy)["uid"], resource.plural, obj["metadata"]["name"]))
-        owner_uid = _meta(policy)["uid"]
+                self._ensured.add((meta(policy)["uid"], resource.plural, obj["metadata"]["name"]))
+        owner_uid = meta(policy)["uid"]
         for ds in self.daemonsets.items():
-            owned = any(ref.get("uid") == owner_uid for ref in _meta(ds).get("ownerReferences") or [])
-            if owned and _meta(ds)["name"] not in wanted_ds:
-                self.kube.delete(client.DAEMONSETS, _meta(ds)["name"], self.namespace, propagation="Background")
-        daemonsets = {_meta(d)["name"]: d for d in self.daemonsets.items()}
+            owned = any(ref.get("uid") == owner_uid for ref in meta(ds).get("ownerReferences") or [])
+            if owned and meta(ds)["name"] not in wanted_ds:
+                self.kube.delete(client.DAEMONSETS, meta(ds)["name"], self.namespace, propagation="Background")
+        daemonsets = {meta(d)["name"]: d for d in self.daemonsets.items()}
         verdict = operator.policy_status(policy, daemonsets, has_nfd_labels=any(
-            k.startswith(nfd.PREFIX) for n in nodes for k in (_meta(n).get("labels") or {})),
+            k.startswith(nfd.PREFIX) for n in nodes for k in (meta(n).get("labels") or {})),
             has_gpu_nodes=bool(gpu_labels))
         current = policy.get("status") or {}
         status = operator.status_object(current, verdict, self.namespace, _now_iso()[:19] + "Z")
@@ -633,7 +519,7 @@ class GpuStack:
             self.kube.update(client.CLUSTERPOLICIES, body, subresource="status")
         if verdict.state == "notReady":
             self.queue.add_after(("policy",), 5.0)
-        self._upgrade_drivers(policy, nodes)
+        self.driver_upgrades.step(policy, nodes)
 
     def _apply_daemonset(self, desired: dict) -> None:
         digest = hashlib.sha256(json.dumps(desired, sort_keys=True).encode()).hexdigest()[:16]
@@ -646,99 +532,18 @@ class GpuStack:
                 if exc.status != 409:
                     raise
             return
-        if (_meta(current).get("annotations") or {}).get(HASH_ANNOTATION) == digest:
+        if (meta(current).get("annotations") or {}).get(HASH_ANNOTATION) == digest:
             return
         body = dict(desired)
-        body["metadata"] = {**desired["metadata"], "resourceVersion": _meta(current)["resourceVersion"]}
+        body["metadata"] = {**desired["metadata"], "resourceVersion": meta(current)["resourceVersion"]}
         self.kube.update(client.DAEMONSETS, body)
-
-    # --- driver upgrades (upgrade_controller.go, k8s-operator-libs) ----------------------------------
-    def _upgrade_drivers(self, policy: dict, nodes: list[dict]) -> None:
-        spec = policy.get("spec") or {}
-        if not (spec.get("driver") or {}).get("enabled", True):
-            return
-        ds = self.daemonsets.get(driver.DRIVER_APP, self.namespace)
-        if ds is None:
-            return
-        upgrade = driver.UpgradePolicy.from_spec(spec)
-        # The state machine must not step twice on a stale cache: nodes mid-upgrade are read afresh.
-        nodes = [self.kube.get(client.NODES, _meta(n)["name"])
-                 if (_meta(n).get("labels") or {}).get(driver.UPGRADE_STATE_LABEL, driver.UPGRADE_DONE)
-                 not in (driver.UPGRADE_DONE, driver.UPGRADE_FAILED) else n for n in nodes]
-        in_flight = sum(1 for n in nodes if (_meta(n).get("labels") or {}).get(driver.UPGRADE_STATE_LABEL)
-                        in driver.IN_PROGRESS)
-        for node in sorted(nodes, key=lambda n: _meta(n)["name"]):
-            name = _meta(node)["name"]
-            pods_here = self.pods_on(name)
-            driver_pods = [p for p in pods_here if _meta(p).get("namespace") == self.namespace
-                           and operand_app(p) == driver.DRIVER_APP]
-            if not driver_pods:
-                continue
-            state = (_meta(node).get("labels") or {}).get(driver.UPGRADE_STATE_LABEL, "")
-            if not upgrade.auto_upgrade:
-                continue
-            current = all(driver.pod_is_current(p, ds) for p in driver_pods)
-            if state in ("", driver.UPGRADE_DONE, driver.UPGRADE_FAILED) and current:
-                if state != driver.UPGRADE_DONE and running(driver_pods[0]) and _containers_ready(driver_pods[0]):
-                    self._set_upgrade_state(node, driver.UPGRADE_DONE)
-                continue
-            if state in ("", driver.UPGRADE_DONE):
-                self._set_upgrade_state(node, driver.UPGRADE_REQUIRED)
-                continue
-            if state == driver.UPGRADE_REQUIRED:
-                if upgrade.max_parallel and in_flight >= upgrade.max_parallel:
-                    continue
-                in_flight += 1
-                self._set_upgrade_state(node, driver.CORDON_REQUIRED)
-            elif state == driver.CORDON_REQUIRED:
-                self.kube.patch(client.NODES, name, {"spec": {"unschedulable": True}})
-                self._set_upgrade_state(node, driver.WAIT_FOR_JOBS_REQUIRED)
-            elif state == driver.WAIT_FOR_JOBS_REQUIRED:
-                self._set_upgrade_state(node, driver.POD_DELETION_REQUIRED)
-            elif state == driver.POD_DELETION_REQUIRED:
-                gpu_pods = [p for p in pods_here if _meta(p).get("namespace") != self.namespace and active(p)
-                            and allocation.allocated_ids(p) and not _meta(p).get("deletionTimestamp")]
-                refusal = None if upgrade.force_gpu_pod_deletion else driver.unmanaged_refusal(gpu_pods)
-                if refusal:
-                    self.recorder.event({**node, "kind": "Node", "apiVersion": "v1"}, "Warning",
-                                        driver.UPGRADE_EVENT_REASON, f"Failed to delete GPU pods: {refusal}")
-                    self._set_upgrade_state(node, driver.UPGRADE_FAILED)
-                    continue
-                for pod in gpu_pods:
-                    self.kube.delete(client.PODS, _meta(pod)["name"], _meta(pod)["namespace"])
-                self._set_upgrade_state(node, driver.POD_RESTART_REQUIRED)
-            elif state == driver.POD_RESTART_REQUIRED:
-                for pod in driver_pods:
-                    if not driver.pod_is_current(pod, ds) and not _meta(pod).get("deletionTimestamp"):
-                        self.kube.delete(client.PODS, _meta(pod)["name"], self.namespace)
-                self._set_upgrade_state(node, driver.VALIDATION_REQUIRED)
-            elif state == driver.VALIDATION_REQUIRED:
-                if current and all(running(p) and _containers_ready(p) for p in driver_pods):
-                    self._set_upgrade_state(node, driver.UNCORDON_REQUIRED)
-            elif state == driver.UNCORDON_REQUIRED:
-                self.kube.patch(client.NODES, name, {"spec": {"unschedulable": None}})
-                self._set_upgrade_state(node, driver.UPGRADE_DONE)
-            if state in driver.IN_PROGRESS or state == driver.UPGRADE_REQUIRED:
-                self.queue.add_after(("policy",), 0.5)
-
-    def _set_upgrade_state(self, node: dict, state: str) -> None:
-        self.kube.patch(client.NODES, _meta(node)["name"], {"metadata": {"labels": {driver.UPGRADE_STATE_LABEL: state}}})
-        self.recorder.event({**node, "kind": "Node", "apiVersion": "v1"}, "Normal", driver.UPGRADE_EVENT_REASON,
-                            driver.event_message(state))
-        self.queue.add_after(("policy",), 0.2)
-
 
 def _relevant(node: dict) -> tuple:
     """What the stack reads from a Node (everything but heartbeats and conditions)."""
-    meta = _meta(node)
+    current = meta(node)
     status = node.get("status") or {}
-    return (meta.get("labels"), meta.get("annotations"), node.get("spec"), status.get("capacity"),
+    return (current.get("labels"), current.get("annotations"), node.get("spec"), status.get("capacity"),
             status.get("allocatable"), status.get("nodeInfo"))
-
-
-def _containers_ready(pod: dict) -> bool:
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
-    return bool(statuses) and all(s.get("ready") for s in statuses)
 
 
 def _parse_time(value: str | None) -> float | None:

@@ -35,6 +35,7 @@ from pathlib import Path
 import yaml
 
 from ..cluster import lifecycle
+from .forkserver import SOCKET_ENV, ForkServer
 
 CLUSTER_NAME = lifecycle.DEFAULT_NAME
 BASE_DIR_ENV = "GPULAB_GRADING_DIR"     # where submission clusters live (default: the system temp directory)
@@ -109,13 +110,17 @@ def lab_steps(lab: str) -> tuple:
         return ()
 
 
-def start_cluster(lab: str, base_dir: Path | None = None) -> SubmissionCluster:
-    """A fresh embedded cluster in ``lab``'s starting state, in a new private home under ``base_dir``."""
+def base_directory(base_dir: Path | None = None) -> Path:
     base = base_dir or Path(os.environ.get(BASE_DIR_ENV) or tempfile.gettempdir())
     base.mkdir(parents=True, exist_ok=True)
-    home = Path(tempfile.mkdtemp(prefix="grade-", dir=base))
+    return base
+
+
+def start_cluster(lab: str, base_dir: Path | None = None, forkserver: ForkServer | None = None) -> SubmissionCluster:
+    """A fresh embedded cluster in ``lab``'s starting state, in a new private home under ``base_dir``."""
+    home = Path(tempfile.mkdtemp(prefix="grade-", dir=base_directory(base_dir)))
     try:
-        path = _up(home)
+        path = _up(home, forkserver.ensure() if forkserver else None)
         directory = home / "clusters" / CLUSTER_NAME
         pid = int((directory / "server.pid").read_text())
         cluster = SubmissionCluster(home, yaml.safe_load(path.read_text()), pid, _start_ticks(pid))
@@ -128,18 +133,23 @@ def start_cluster(lab: str, base_dir: Path | None = None) -> SubmissionCluster:
         raise
 
 
-def _up(home: Path, attempts: int = 2) -> Path:
+def _up(home: Path, forkserver: str | None, attempts: int = 2) -> Path:
+    """``lifecycle.up`` in ``home``; through the fork server at ``forkserver`` when there is one."""
     for attempt in range(attempts):
         with _HOME_LOCK:
             old = os.environ.get("GPULAB_HOME")
             os.environ["GPULAB_HOME"] = str(home)
+            if forkserver:
+                os.environ[SOCKET_ENV] = forkserver
             try:
-                return lifecycle.up(CLUSTER_NAME, server_module="gpulab.embedded")
+                return lifecycle.up(CLUSTER_NAME, server_module="gpulab.grading.forkserver" if forkserver
+                                    else "gpulab.embedded")
             except lifecycle.ClusterError:
                 if attempt == attempts - 1:   # a free port taken between choosing and binding: choose again
                     raise
                 shutil.rmtree(home / "clusters" / CLUSTER_NAME, ignore_errors=True)
             finally:
+                os.environ.pop(SOCKET_ENV, None)
                 if old is None:
                     os.environ.pop("GPULAB_HOME", None)
                 else:
@@ -154,8 +164,9 @@ def stop_clusters_under(directory: Path) -> int:
         try:
             pid = int(pid_file.read_text())
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if str(pid_file.parent).encode() not in f.read():   # a recycled pid: not our server
-                    continue
+                named = str(pid_file.parent).encode() in f.read()
+            if not named and os.readlink(f"/proc/{pid}/cwd") != str(pid_file.parent):
+                continue                    # a recycled pid: not our server (forked servers work in their state)
             os.kill(pid, signal.SIGKILL)
             stopped += 1
         except (OSError, ValueError):
@@ -170,11 +181,15 @@ class ClusterSupply:
         self.lab, self.base_dir, self.prestart = lab, base_dir, prestart
         self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpulab-cluster-start")
         self._spare: Future | None = None
+        self._forkserver = ForkServer(base_directory(base_dir))
 
     def take(self) -> SubmissionCluster:
-        future = self._spare or self._starter.submit(start_cluster, self.lab, self.base_dir)
-        self._spare = self._starter.submit(start_cluster, self.lab, self.base_dir) if self.prestart else None
+        future = self._spare or self._start()
+        self._spare = self._start() if self.prestart else None
         return future.result()
+
+    def _start(self) -> Future:
+        return self._starter.submit(start_cluster, self.lab, self.base_dir, self._forkserver)
 
     def close(self) -> None:
         spare, self._spare = self._spare, None
@@ -184,6 +199,7 @@ class ClusterSupply:
             except Exception:  # noqa: BLE001 - a spare that failed to start removed its own home
                 pass
         self._starter.shutdown(wait=True)
+        self._forkserver.stop()
 
 
 _supplies: dict[tuple[str, bool], ClusterSupply] = {}

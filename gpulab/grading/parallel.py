@@ -104,6 +104,13 @@ class _Worker:
         how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
         return f"the grading process died ({how}) while grading this submission; its log: {self.log_path}"
 
+    def kill(self) -> None:
+        """Stop at once (the driver is interrupted); what it was grading is left ungraded."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
     def close(self, timeout: float = 60) -> None:
         """End the process (it removes its spare cluster on the way out), then anything it left behind."""
         try:
@@ -165,11 +172,18 @@ def grade(course_dir: Path, lab: str, *, jobs: int = 2, force: bool = False, pro
                     outcomes[worker.student] = Outcome(worker.student, "failed",
                                                        time.monotonic() - worker.started, worker.death())
                     stop_clusters_under(worker.directory)
+                    _forget_partial(course_dir, worker.student, lab)
                     worker.student = None
                     if queue:
                         spawn()
                 bar.update(1)
                 bar.set_postfix(failed=sum(1 for o in outcomes.values() if o.status == "failed"), refresh=False)
+    except BaseException:          # interrupted: nothing half-graded may look graded to the next run
+        for worker in workers:
+            worker.kill()
+            if worker.student:
+                _forget_partial(course_dir, worker.student, lab)
+        raise
     finally:
         bar.close()
         for worker in workers:
@@ -178,6 +192,12 @@ def grade(course_dir: Path, lab: str, *, jobs: int = 2, force: bool = False, pro
         shutil.rmtree(scratch, ignore_errors=True)
     _add_scores(course_dir, lab, outcomes)
     return Report(lab, jobs, time.monotonic() - start, [outcomes[s] for s in students if s in outcomes])
+
+
+def _forget_partial(course_dir: Path, student: str, lab: str) -> None:
+    """Remove what an interrupted autograde left in ``autograded/`` (nbgrader's own failure handling would have),
+    so that a rerun grades the submission again instead of skipping it."""
+    shutil.rmtree(course_dir / "autograded" / student / lab, ignore_errors=True)
 
 
 def _add_scores(course_dir: Path, lab: str, outcomes: dict[str, Outcome]) -> None:

@@ -295,6 +295,13 @@ class PodWorker:
                 self._reject(Rejection("UnexpectedAdmissionError", devices.admission_message(allocation.error)), now)
                 return False
             self.allocation = allocation
+        else:
+            # No device-plugin resource requested, but the runtime may still inject devices (the NVIDIA
+            # container toolkit does for NVIDIA_VISIBLE_DEVICES=all, e.g. the operator's cuda validator):
+            # an allocation already on the pod applies without waiting for one.
+            allocation = devices.read_allocation(self.pod)
+            if allocation is not None and not allocation.error:
+                self.allocation = allocation
         if self.volumes is None:
             if now < self.next_mount_retry:
                 self._wake(self.next_mount_retry)
