@@ -200,3 +200,41 @@ def test_gpulab_grade_needs_a_job(jobs, capsys):
 
     assert main(["grade", "lab", "--jobs", jobs]) == 2
     assert capsys.readouterr().err == "error: --jobs must be at least 1\n"
+
+
+def test_clusters_forked_from_the_fork_server_serve_and_stop(tmp_path, monkeypatch):
+    from kubernetes import client
+
+    from gpulab.grading.clusters import start_cluster
+    from gpulab.grading.forkserver import ForkServer
+
+    forkserver = ForkServer(tmp_path)
+    try:
+        cluster = start_cluster("no-such-lab", tmp_path, forkserver)
+        server = forkserver.process.pid
+        assert Path(f"/proc/{cluster.pid}/cwd").resolve() == cluster.directory.resolve()
+        assert open(f"/proc/{cluster.pid}/stat").read().rsplit(")", 1)[1].split()[2] != str(server)  # own session
+        assert len(client.CoreV1Api(cluster.api_client()).list_node().items) == 4
+        assert stop_clusters_under(tmp_path) == 1           # told apart by its working directory
+        deadline = time.monotonic() + 5
+        while cluster.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not cluster.alive()
+        cluster.remove()
+    finally:
+        forkserver.stop()
+    assert forkserver.process.poll() is not None and not Path(forkserver.address).exists()
+
+
+def test_without_a_fork_server_the_client_becomes_the_server(tmp_path, monkeypatch):
+    from gpulab.cluster import lifecycle
+    from gpulab.grading.forkserver import SOCKET_ENV
+
+    monkeypatch.setenv("GPULAB_HOME", str(tmp_path))
+    monkeypatch.delenv(SOCKET_ENV, raising=False)
+    lifecycle.up("gpulab", server_module="gpulab.grading.forkserver")
+    try:
+        pid = int((tmp_path / "clusters" / "gpulab" / "server.pid").read_text())
+        assert Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:3] == [b"-m", b"gpulab.embedded"]
+    finally:
+        lifecycle.down("gpulab")

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import standins
+
 UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 UPGRADE_EVENT_REASON = "GPUDriverUpgrade"
 PREINSTALLED_DRIVER = "580.105.08"
@@ -67,16 +69,16 @@ def image_driver_version(image: str) -> str:
 
 
 def driver_container_image(pod: dict) -> str:
+    """The driver image of a driver Pod or pod template (the one a stand-in image stands for, :mod:`.standins`)."""
     containers = (pod.get("spec") or {}).get("containers") or []
-    return containers[0].get("image", "") if containers else ""
+    return standins.real_image(pod, containers[0]) if containers else ""
 
 
 def pod_is_current(pod: dict, daemonset: dict | None) -> bool:
     """Whether a driver pod runs the DaemonSet's current template (compared by the driver image)."""
     if daemonset is None:
         return True
-    template = daemonset["spec"]["template"]["spec"]["containers"][0].get("image", "")
-    return driver_container_image(pod) == template
+    return driver_container_image(pod) == driver_container_image(daemonset["spec"]["template"])
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,10 @@ the sub-chart's post-delete ``prune`` job, which removes the labels nfd-master
 managed (including GFD's) from every node; the operator's own
 ``nvidia.com/gpu.deploy.*`` labels stay, as on a real cluster.
 
+On a cluster whose kubelets really run the pods (kind), the Deployments' and
+the DaemonSet's pods run stand-in images (:mod:`.standins`), so the real
+operator never starts there.
+
 Not rendered: RBAC objects (the emulated API server authorises every request)
 and the NFD/NVIDIADriver CRDs (the emulation keeps GFD labels off NodeFeature objects).
 """
@@ -31,7 +35,7 @@ from typing import Any, Callable
 import yaml
 from .client import ApiException
 
-from . import chart, client, nfd
+from . import chart, client, nfd, standins
 
 RELEASE_TYPE = "helm.sh/release.v1"
 DEFAULT_RELEASE = "gpu-operator"
@@ -170,6 +174,15 @@ def render(values: dict[str, Any], version: str, release: str, namespace: str) -
     return objects
 
 
+def _for_cluster(kube: client.Kube,
+                 objects: list[tuple[client.Resource, dict]]) -> list[tuple[client.Resource, dict]]:
+    """The rendered objects, with stand-in images in their pod templates where the cluster asks for them."""
+    if not standins.uses_stand_ins(kube):
+        return objects
+    return [(resource, standins.stand_in_workload(obj) if resource in (client.DEPLOYMENTS, client.DAEMONSETS)
+             else obj) for resource, obj in objects]
+
+
 # --- the release record -------------------------------------------------------------------------
 
 def _secret_name(release: str, revision: int) -> str:
@@ -299,7 +312,7 @@ def install(kube: client.Kube, *, release: str = DEFAULT_RELEASE, namespace: str
         raise InstallError("cannot re-use a name that is still in use")
     kube.ensure(client.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     _ensure_crd(kube, timeout)
-    objects = render(values, canonical, release, namespace)
+    objects = _for_cluster(kube, render(values, canonical, release, namespace))
     _apply(kube, objects, namespace)
     now = datetime.now().astimezone()
     rel = Release(release, namespace, 1, canonical, overrides, now)
@@ -329,7 +342,7 @@ def upgrade(kube: client.Kube, *, release: str = DEFAULT_RELEASE, namespace: str
     except chart.ChartError as err:
         raise InstallError(str(err)) from None
     _ensure_crd(kube, timeout)
-    objects = render(values, canonical, release, namespace)
+    objects = _for_cluster(kube, render(values, canonical, release, namespace))
     _apply(kube, objects, namespace)
     old_name = _secret_name(release, previous.revision)
     kube.patch(client.SECRETS, old_name, {"metadata": {"labels": {"status": "superseded"}}}, namespace)

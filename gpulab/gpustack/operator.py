@@ -18,7 +18,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from . import client
+from . import client, standins
 from .mig import default_config_map
 from .operands import NFD_OS_ID_LABEL, NFD_OS_VERSION_LABEL, OPERANDS, is_enabled, operand_daemonset, os_tag
 
@@ -139,8 +139,21 @@ def _config_manager_env(config: dict, *, oneshot: bool) -> list[dict]:
         "SEND_SIGNAL": "false" if oneshot else "true", "SIGNAL": "1", "PROCESS_TO_SIGNAL": "nvidia-device-plugin"})
 
 
-def desired_objects(policy: dict, namespace: str, gpu_node_labels: list[dict[str, str]]) -> list[tuple[client.Resource, dict]]:
-    """Every object the operator keeps in ``namespace`` for ``policy``, each owned by it."""
+def _stand_in_lines(spec: dict) -> dict[str, str]:
+    """With stand-in images (:mod:`.standins`), what each init container echoes as it ends: k8s-driver-manager's
+    unload step, the validator's ``... validation is successful`` wording, config-manager's last line."""
+    default = ((spec.get("devicePlugin") or {}).get("config") or {}).get("default")
+    lines = {name: f"{component} validation is successful" for name, component in _VALIDATION_COMPONENT.items()}
+    lines["k8s-driver-manager"] = "Unloading NVIDIA driver kernel modules...done"
+    lines["config-manager-init"] = (f"Successfully updated to config: {default}" if default
+                                    else "Successfully updated to empty config")
+    return lines
+
+
+def desired_objects(policy: dict, namespace: str, gpu_node_labels: list[dict[str, str]], *,
+                    stand_ins: bool = False) -> list[tuple[client.Resource, dict]]:
+    """Every object the operator keeps in ``namespace`` for ``policy``, each owned by it; with ``stand_ins``, the
+    operand pods run stand-in images (:mod:`.standins`)."""
     spec = policy.get("spec") or {}
     owner = [owner_reference(policy)]
     objects: list[tuple[client.Resource, dict]] = []
@@ -170,6 +183,8 @@ def desired_objects(policy: dict, namespace: str, gpu_node_labels: list[dict[str
         if not is_enabled(spec, op):
             continue
         ds = _transform(operand_daemonset(spec, op, namespace=namespace, node_os_tag=tag), spec, namespace)
+        if stand_ins:
+            ds = standins.stand_in_workload(ds, _stand_in_lines(spec))
         ds["metadata"]["ownerReferences"] = owner
         objects.append((client.DAEMONSETS, ds))
     return objects

@@ -14,6 +14,10 @@ pod is running, as the real ones do:
 * the MIG manager: ``nvidia.com/mig.config`` -> geometry and ``mig.config.state`` (:mod:`.reconfigure`);
 * the validator: the ``nvidia-cuda-validator`` pod (:mod:`.validator`).
 
+On a cluster whose kubelets really run these pods (kind), every pod it creates
+runs stand-in images (:mod:`.standins`); the components still act where those
+pods run.
+
 It reaches the cluster only through a kubeconfig (:mod:`.client`); caches are
 fed by watches (:mod:`.informer`) and every change becomes a key on a queue:
 ``("node", name)`` runs everything that concerns one node, ``("policy",)``
@@ -35,7 +39,7 @@ from datetime import datetime, timezone
 from .client import ApiException
 from urllib3.exceptions import HTTPError
 
-from . import allocation, client, driver, migmanager, nfd, operator, validator
+from . import allocation, client, driver, migmanager, nfd, operator, standins, validator
 from .deviceplugin import (CONFIG_LABEL, ENDPOINT_STOP_GRACE_SECONDS, PLUGIN_RESOURCES_ANNOTATION, LoadedConfig,
                            choose_config, node_resources, plugin_devices)
 from .events import Recorder
@@ -473,8 +477,9 @@ class GpuStack:
             for old in existing:
                 self.kube.delete(client.PODS, meta(old)["name"], self.namespace, propagation="Background",
                                  grace_period=0)
-            self.kube.create(client.PODS, validator.cuda_workload_pod(ds, name, self.namespace, gpus, layout),
-                             self.namespace)
+            pod = validator.cuda_workload_pod(ds, name, self.namespace, gpus, layout,
+                                              stand_ins=standins.uses_stand_ins(self.kube))
+            self.kube.create(client.PODS, pod, self.namespace)
             self._validated.add(uid)
 
     # --- the operator's cluster-wide work --------------------------------------------------------
@@ -490,7 +495,8 @@ class GpuStack:
         nodes = self.nodes.items()
         gpu_labels = [meta(n).get("labels") or {} for n in nodes
                       if (meta(n).get("labels") or {}).get(nfd.PCI_NVIDIA_LABEL) == "true"]
-        desired = operator.desired_objects(policy, self.namespace, gpu_labels)
+        desired = operator.desired_objects(policy, self.namespace, gpu_labels,
+                                           stand_ins=standins.uses_stand_ins(self.kube))
         wanted_ds = set()
         for resource, obj in desired:
             if resource is client.DAEMONSETS:

@@ -7,27 +7,33 @@ the pod to its node with ``spec.nodeName`` and creates it; its init container
 runs ``vectorAdd`` with ``NVIDIA_VISIBLE_DEVICES=all``. The container runtime
 gives such a container every GPU of the node without a resource request; the
 emulation says so with a device allocation naming all of them, so the node
-agent's ``vectorAdd`` finds a GPU and the pod completes.
+agent's ``vectorAdd`` finds a GPU and the pod completes. On a cluster whose
+kubelets are real (kind) both containers run a stand-in that echoes the last
+line the real one prints (:mod:`.standins`).
 """
 from __future__ import annotations
 
 import json
 
+from . import standins
 from .allocation import ALLOCATION_ANNOTATION
 from .deviceplugin import physical_devices
 from .mig import Layout
 
 CUDA_VALIDATOR_APP = "nvidia-cuda-validator"
+# vectorAdd's verdict (CUDA samples) and the manifest's echo, for stand-in images.
+_STAND_IN_LINES = {"cuda-validation": "Test PASSED", "nvidia-cuda-validator": "cuda workload validation is successful"}
 
 
-def cuda_workload_pod(validator_ds: dict, node_name: str, namespace: str, gpus, layout: Layout) -> dict:
+def cuda_workload_pod(validator_ds: dict, node_name: str, namespace: str, gpus, layout: Layout, *,
+                      stand_ins: bool = False) -> dict:
     template = validator_ds["spec"]["template"]["spec"]
-    image = template["containers"][0]["image"]
+    image = standins.real_image(validator_ds["spec"]["template"], template["containers"][0])
     pull = template["containers"][0].get("imagePullPolicy", "IfNotPresent")
     every_gpu = sorted({d.physical for devs in physical_devices(node_name, layout, "mixed").values() for d in devs})
     allocation = {"containers": {"cuda-validation": {"devices": {"nvidia.com/gpu": every_gpu},
                                                      "env": {"NVIDIA_VISIBLE_DEVICES": "all"}, "commands": {}}}}
-    return {
+    pod = {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {
             "generateName": f"{CUDA_VALIDATOR_APP}-", "namespace": namespace,
@@ -54,3 +60,4 @@ def cuda_workload_pod(validator_ds: dict, node_name: str, namespace: str, gpus, 
             }],
         },
     }
+    return standins.stand_in_pod(pod, _STAND_IN_LINES) if stand_ins else pod

@@ -5,8 +5,10 @@ missing piece named with the step that installs or starts it), checks the
 config as kind will read it (:mod:`.kindconfig`), runs ``kind create cluster``
 (or, for a cluster that exists, ``kind export kubeconfig``) into a kubeconfig of
 its own under ``$GPULAB_HOME/kind/<name>/``, then records the simulated GPU
-hardware on the nodes and starts ``gpulab gpustack run --kubeconfig K`` in the
-background, so ``gpulab install gpu-operator`` and the labs work there.
+hardware on the nodes, marks the cluster as one whose kubelets really run pods
+(so the emulation gives its pods stand-in images, :mod:`gpulab.gpustack.standins`)
+and starts ``gpulab gpustack run --kubeconfig K`` in the background, so
+``gpulab install gpu-operator`` and the labs work there.
 
 How kind nodes get their GPUs: kind's config can set node labels but not
 annotations, and a label value cannot hold ``NVIDIA H100 80GB HBM3``. So GPU
@@ -215,12 +217,14 @@ def up(name: str = "gpulab", config: Path = DEFAULT_CONFIG, gpus_file: Path = DE
     else:
         _run([kind, "create", "cluster", "--name", name, "--config", str(config), "--kubeconfig", str(kubeconfig),
               "--wait", wait], "kind create cluster")
+    from ..gpustack import standins
     from ..gpustack.client import Kube
 
     kube = Kube.from_kubeconfig(str(kubeconfig))
     try:
         for node, model, count in annotate_gpu_nodes(kube, gpus, expected):
             print(f"node/{node} annotated: {count}x {model}")
+        standins.mark_cluster(kube)
     finally:
         kube.close()
     pid = start_emulation(name, kubeconfig)
