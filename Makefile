@@ -38,5 +38,9 @@ test: install
 bench: install
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m bench
 
+## make labs-release: regenerate labs/ from solutions/ with nbgrader generate_assignment
+labs-release: install
+	$(PY) tests/test_labs_release.py
+
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache bench/results

@@ -61,7 +61,7 @@ def serve(address: str) -> int:
     import gpulab.embedded  # noqa: F401 - the point: imported once, shared by every fork
 
     parent = os.getppid()
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)          # forked servers are reaped automatically
+    signal.signal(signal.SIGCHLD, _reap)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
         listener.bind(address)
@@ -86,6 +86,15 @@ def serve(address: str) -> int:
                     os.close(fd)
                 conn.sendall(str(pid).encode())
     return 0
+
+
+def _reap(*_) -> None:
+    """Wait for exited servers (rather than ignoring SIGCHLD) so their CPU time counts in the parent's rusage."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
 
 
 def _become_server(state_dir: str, ready_fd: int, log_fd: int) -> None:

@@ -15,6 +15,7 @@ import yaml
 
 from ..checks.gpus import GPU_TAINT, family, gpu_nodes, name, nvidia_allocatable, product
 from ..checks.kube import is_running, phase, taint_text, unschedulable_message
+from ..learner.conditions import clusterpolicy_settled
 from ..learner.reader import ClusterReader
 
 OPERATOR_TIMEOUT = 300.0
@@ -61,8 +62,7 @@ class GpuOperator:
         install(Kube(api_client), sets=list(self.sets), wait=False)
 
         def policy_ready() -> bool:
-            policies = ClusterReader(api_client).custom_objects("nvidia.com", "v1", "clusterpolicies")
-            return any((p.get("status") or {}).get("state") == "ready" for p in policies)
+            return clusterpolicy_settled(ClusterReader(api_client))[0]
 
         def gpus_advertised() -> bool:
             nodes = gpu_nodes(ClusterReader(api_client).nodes())

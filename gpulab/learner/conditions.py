@@ -41,11 +41,47 @@ def deployment_ready(name: str, namespace: str = "default") -> Callable[[], Prog
 
 
 def clusterpolicy_ready() -> Callable[[], Progress]:
+    """``ready``, and settled: the operator deploys in waves, so ``ready`` alone can be premature.
+
+    The MIG manager's wave starts only once GPU Feature Discovery has labelled a
+    node ``nvidia.com/mig.capable=true`` (gpu-operator's ``hasMIGCapableGPU``),
+    and the ClusterPolicy turns ``notReady`` again until it has run. So this
+    waits, on every GPU node, for GFD's ``nvidia.com/gpu.product`` label and, on
+    MIG-capable ones while the MIG manager is enabled, for its verdict in
+    ``nvidia.com/mig.config.state``, and for ``ready`` after that.
+    """
     def poll() -> Progress:
-        policies = _reader().custom_objects("nvidia.com", "v1", "clusterpolicies")
-        state = ((policies[0].get("status") or {}).get("state") if policies else None) or "absent"
-        return Progress(int(state == "ready"), 1, state)
+        settled, detail = clusterpolicy_settled(_reader())
+        return Progress(int(settled), 1, detail)
     return _named("ClusterPolicy ready", poll)
+
+
+def clusterpolicy_settled(reader: ClusterReader) -> tuple[bool, str]:
+    """Whether the ClusterPolicy is ``ready`` with every GPU node's operands through, and a word on where it is."""
+    policies = reader.custom_objects("nvidia.com", "v1", "clusterpolicies")
+    if not policies:
+        return False, "absent"
+    state = (policies[0].get("status") or {}).get("state") or "unknown"
+    mig_manager = ((policies[0].get("spec") or {}).get("migManager") or {}).get("enabled", True)
+    waiting = [f"{name} ({operand})" for name, operand in _unsettled_gpu_nodes(reader.nodes(), mig_manager)]
+    if waiting:
+        return False, f"{state}, operands still starting on {', '.join(waiting)}"
+    return state == "ready", state
+
+
+def _unsettled_gpu_nodes(nodes: list[dict], mig_manager_enabled) -> list[tuple[str, str]]:
+    unsettled = []
+    for node in nodes:
+        labels = node["metadata"].get("labels") or {}
+        if labels.get("nvidia.com/gpu.present") != "true" or labels.get("nvidia.com/gpu.deploy.operands") == "false":
+            continue
+        if labels.get("nvidia.com/gpu.deploy.gpu-feature-discovery", "true") != "false" \
+                and "nvidia.com/gpu.product" not in labels:
+            unsettled.append((node["metadata"]["name"], "GPU Feature Discovery"))
+        elif mig_manager_enabled is not False and labels.get("nvidia.com/mig.capable") == "true" \
+                and labels.get("nvidia.com/mig.config.state") not in ("success", "failed"):
+            unsettled.append((node["metadata"]["name"], "MIG manager"))
+    return unsettled
 
 
 def node_labelled(node: str, key: str, value: str) -> Callable[[], Progress]:

@@ -1,0 +1,58 @@
+"""`clusterpolicy_ready()` waits until the operator has settled, not for the first ``ready``.
+
+gpu-operator deploys its MIG manager only after GFD has labelled a node
+``nvidia.com/mig.capable=true``, so the ClusterPolicy goes ready, then notReady
+again: a wait that stopped at the first ``ready`` let lab01's graded cell see
+``notReady`` (the CI failure this pins).
+"""
+from gpulab.learner.conditions import clusterpolicy_settled
+
+
+class Reader:
+    def __init__(self, state, nodes, spec=None):
+        self.policy = {"spec": spec or {}, "status": {"state": state}}
+        self._nodes = nodes
+
+    def custom_objects(self, group, version, plural):
+        assert (group, version, plural) == ("nvidia.com", "v1", "clusterpolicies")
+        return [self.policy]
+
+    def nodes(self):
+        return self._nodes
+
+
+def node(name, labels):
+    return {"metadata": {"name": name, "labels": labels}}
+
+
+PRESENT = {"nvidia.com/gpu.present": "true"}
+H100 = {**PRESENT, "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/mig.capable": "true"}
+CPU = node("gpulab-worker", {"kubernetes.io/os": "linux"})
+GPU_UNLABELLED = node("gpulab-worker2", PRESENT)
+H100_PENDING = node("gpulab-worker2", {**H100, "nvidia.com/mig.config.state": "pending"})
+H100_DONE = node("gpulab-worker2", {**H100, "nvidia.com/mig.config.state": "success"})
+
+
+def test_ready_with_every_gpu_node_through_is_settled():
+    assert clusterpolicy_settled(Reader("ready", [CPU, H100_DONE])) == (True, "ready")
+
+
+def test_ready_before_gfd_labelled_a_gpu_node_is_not_settled():
+    settled, detail = clusterpolicy_settled(Reader("ready", [CPU, GPU_UNLABELLED]))
+    assert not settled and "gpulab-worker2 (GPU Feature Discovery)" in detail
+
+
+def test_ready_before_the_mig_manager_ran_is_not_settled():
+    settled, detail = clusterpolicy_settled(Reader("ready", [H100_PENDING]))
+    assert not settled and "gpulab-worker2 (MIG manager)" in detail
+
+
+def test_mig_manager_disabled_is_not_waited_for():
+    assert clusterpolicy_settled(Reader("ready", [H100_PENDING], {"migManager": {"enabled": False}}))[0]
+
+
+def test_not_ready_is_not_settled_and_absent_says_so():
+    assert clusterpolicy_settled(Reader("notReady", [H100_DONE])) == (False, "notReady")
+    reader = Reader("ready", [])
+    reader.custom_objects = lambda *args: []
+    assert clusterpolicy_settled(reader) == (False, "absent")
