@@ -3,7 +3,7 @@
 The upgrade controller (gpu-operator ``upgrade_controller.go`` / k8s-operator-libs) cordons one node at a time,
 deletes the pods using its GPUs, restarts the driver pod and uncordons, recording ``GPUDriverUpgrade`` events; a
 GPU pod that no controller owns stops the upgrade of its node (``upgrade-failed``) until the learner deals with it.
-Upstream sources: docs/fidelity/gpustack.md.
+Upstream sources: docs/fidelity.md#gpustack.
 """
 from __future__ import annotations
 
@@ -137,3 +137,17 @@ def test_changing_the_version_rolls_node_by_node(cluster):
              label(cluster, H100_NODE, "nvidia.com/cuda.driver-version.full") == "580.126.20",
              timeout=120, what="the H100 node on the new driver")
     assert not node(cluster, H100_NODE)["spec"].get("unschedulable")
+
+
+def test_an_upgrade_without_values_keeps_the_last_releases_as_helm_does(cluster):
+    def driver_image() -> str:
+        return json.loads(cluster.kubectl("get", "ds", "-n", "gpu-operator", "nvidia-driver-daemonset", "-o", "json")
+                          .stdout)["spec"]["template"]["spec"]["containers"][0]["image"]
+
+    before = driver_image()
+    assert before.startswith("nvcr.io/nvidia/driver:580.126.20-")
+    out = cluster.gpulab("upgrade", "gpu-operator", "-n", "gpu-operator", "--wait", timeout=180)
+    assert "REVISION: 4" in out.stdout
+    assert driver_image() == before
+    policy = json.loads(cluster.kubectl("get", "clusterpolicy", "cluster-policy", "-o", "json").stdout)
+    assert policy["spec"]["driver"]["version"] == "580.126.20"

@@ -4,7 +4,7 @@ One embedded cluster for the module: install, the operator reaching ``ready``,
 GFD labels and ``nvidia.com/gpu`` on the H100 and A100 nodes, the seed's
 infer-worker landing on the H100 node, ``nvidia-smi`` in a GPU pod, time-slicing
 (replicas, ``-SHARED``, admission refusal), then uninstall taking capacity and
-labels away. Upstream sources: docs/fidelity/gpustack.md.
+labels away. Upstream sources: docs/fidelity.md#gpustack.
 """
 from __future__ import annotations
 
@@ -244,6 +244,21 @@ def test_config_edits_need_a_rollout_restart_and_the_node_label_picks_a_config(c
         'Pod was rejected: Allocate failed due to rpc error: code = Unknown desc = invalid allocation request for '
         '"nvidia.com/gpu.shared": invalid request: maximum request size for shared resources is 1; found 2, '
         'which is unexpected')
+
+    # A label naming a config that does not exist: the config-manager sidecar exits 1 and restarts (upstream
+    # CrashLoopBackOff), the plugin keeps the config it loaded.
+    plugin = cluster.kubectl("get", "pods", "-n", "gpu-operator", "-l", "app=nvidia-device-plugin-daemonset",
+                             "--field-selector", f"spec.nodeName={H100_NODE}", "-o", "name").stdout.strip()
+    cluster.kubectl("label", "node", H100_NODE, "nvidia.com/device-plugin.config=nope", "--overwrite")
+    restarts = "jsonpath={.status.containerStatuses[?(@.name=='config-manager')].restartCount}"
+    wait_for(lambda: cluster.kubectl("get", "-n", "gpu-operator", plugin, "-o", restarts).stdout not in ("", "0"),
+             timeout=30, what="the config-manager sidecar to exit and restart")
+    previous = cluster.kubectl("logs", "-n", "gpu-operator", plugin, "-c", "config-manager", "--previous").stdout
+    assert previous.splitlines()[-2].endswith(" 1 main.go:248] Label change detected: "
+                                              "nvidia.com/device-plugin.config=nope")
+    last = previous.splitlines()[-1]
+    assert last.startswith("E") and last.endswith(" 1 main.go:208] specified config nope does not exist")
+    assert allocatable(cluster, H100_NODE, "nvidia.com/gpu.shared") == "32"
 
     cluster.kubectl("label", "node", H100_NODE, "nvidia.com/device-plugin.config-")
     wait_for(lambda: allocatable(cluster, H100_NODE) == "32", timeout=60, what="back to the default config")

@@ -4,7 +4,7 @@ One embedded cluster, the operator installed with ``mig.strategy=mixed``; the
 H100 node is split into 56 ``1g.10gb`` devices, a pod sees only its slice,
 GPU pods block a change, ``single`` advertises the slices as ``nvidia.com/gpu``,
 and a geometry that does not fit ends in ``failed`` with mig-parted's reason.
-Upstream sources: docs/fidelity/gpustack.md.
+Upstream sources: docs/fidelity.md#gpustack.
 """
 from __future__ import annotations
 

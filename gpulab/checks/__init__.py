@@ -74,15 +74,18 @@ def run(check_id: str, answer=NO_ANSWER, *, client=None) -> Result:
     return result
 
 
-def assert_passed(result: Result | str, answer=NO_ANSWER) -> Result:
-    """For graded cells: run the check (given its id) and raise AssertionError with its reason unless it passed."""
+def assert_passed(result: Result | str, answer=NO_ANSWER) -> None:
+    """For graded cells: run the check (given its id) and raise AssertionError with its reason unless it passed.
+
+    A pass is printed, once per call, and nothing is returned, so a cell ending in ``assert_passed(...)``
+    does not show the verdict a second time as its value.
+    """
     if isinstance(result, str):
         result = run(result, answer)
     if not result.passed:
         message = f"{result.check_id}: {result.reason}"
         raise AssertionError(f"{message}\nHint: {result.hint}" if result.hint else message)
     print(result)
-    return result
 
 
 def _unreachable(exc: Exception, api_client) -> Result | None:

@@ -3,7 +3,7 @@
 Checks and the cluster map identify GPU nodes the way a learner would on any
 cluster: by the labels GPU Feature Discovery and the GPU Operator write
 (``nvidia.com/gpu.present``, ``nvidia.com/gpu.product``, ...; see
-docs/fidelity/gpustack-core.md) and by the ``nvidia.com/*`` resources the
+docs/fidelity.md#gpustack-core) and by the ``nvidia.com/*`` resources the
 device plugin advertises in ``status.allocatable``. Nothing here reads the
 embedded cluster's hardware annotations, which real clusters do not have.
 """

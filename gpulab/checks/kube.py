@@ -106,7 +106,22 @@ def node_name(pod: dict) -> str | None:
 
 
 def is_running(pod: dict) -> bool:
-    return phase(pod) == "Running" and not (pod.get("metadata") or {}).get("deletionTimestamp")
+    """Running as ``kubectl get pod`` would say it: phase Running, not being deleted, and no container waiting.
+
+    A container that keeps exiting leaves its pod in phase Running while kubectl shows ``CrashLoopBackOff``;
+    a check must not call that running.
+    """
+    return (phase(pod) == "Running" and not (pod.get("metadata") or {}).get("deletionTimestamp")
+            and _waiting_reason(pod) is None)
+
+
+def _waiting_reason(pod: dict) -> str | None:
+    """The reason of the first container that waits instead of running (``CrashLoopBackOff``, ``ErrImagePull``)."""
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        waiting = (status.get("state") or {}).get("waiting")
+        if waiting is not None:
+            return waiting.get("reason") or "waiting"
+    return None
 
 
 def unschedulable_message(pod: dict) -> str | None:
@@ -124,11 +139,12 @@ def state_text(pod: dict) -> str:
         message = unschedulable_message(pod)
         if message:
             return f"Pending (not scheduled: {message})"
-        for status in (pod.get("status") or {}).get("containerStatuses") or []:
-            waiting = (status.get("state") or {}).get("waiting")
-            if waiting and waiting.get("reason"):
-                return f"Pending ({waiting['reason']} on {node_name(pod)})"
+        reason = _waiting_reason(pod)
+        if reason:
+            return f"Pending ({reason} on {node_name(pod)})"
         return f"Pending (on {node_name(pod)})" if node_name(pod) else "Pending (not scheduled yet)"
+    if current == "Running" and _waiting_reason(pod):
+        return f"Running but not serving: a container is in {_waiting_reason(pod)} (`kubectl logs` says why)"
     if current == "Failed" and (pod.get("status") or {}).get("reason"):
         return f"Failed ({pod['status']['reason']}: {pod['status'].get('message', '')})".replace(": )", ")")
     return current

@@ -5,6 +5,7 @@ from .answers import choice, normalise
 from .gpus import (COUNT, GPU, MIG_CONFIG, MIG_RESOURCE_PREFIX, MIG_STATE, MIG_STRATEGY, PRODUCT, REPLICAS, SHARING,
                    allocatable, labels, name, nodes_of_family, nvidia_allocatable)
 from .kube import is_running, node_name, requested_resources, state_text
+from ..gpustack.latency import request_ms_default
 from .registry import check
 from .result import Result, failed, passed
 
@@ -22,7 +23,7 @@ CHOOSE_SHARING = {
     "mig_profile": "1g.10gb",
     "question": ("Four teams, each its own tenant that must not see the others' data, serve one model each on a "
                  "single H100 80GB. Every team is busy all day, a request takes the calibration request's time "
-                 "(gpulab.gpustack.latency.request_ms_default() ms alone on the GPU), and each team's p99 budget "
+                 f"({request_ms_default():.2f} ms alone on a whole H200), and each team's p99 budget "
                  "is 5 ms. Do you share the GPU with MIG (one 1g.10gb slice per team) or with time-slicing "
                  "(4 replicas)? Answer 'MIG' or 'time-slicing'."),
 }
@@ -148,9 +149,9 @@ def sharing_problems(mode: str) -> list[str]:
        answer=True)
 def choose_sharing(cluster, answer) -> Result:
     picked = choice(answer, SHARING_CHOICES)
-    hint = ("compute each mode's p99 with gpulab.gpustack.latency.expected_latency (time-slicing: the other teams "
-            "are busy neighbours; MIG: the slice's profile) and compare it with the budget; then ask what each "
-            "mode isolates")
+    hint = ("read each mode's p99 off widgets.latency_figure(model=\"H100\", max_neighbours=3, p99_budget_ms=5) "
+            "(time-slicing: the other teams are busy neighbours; MIG: the 1g.10gb slice) and compare it with the "
+            "budget; then ask what each mode isolates")
     if picked is None:
         return failed(f"{normalise(answer)!r} is neither MIG nor time-slicing", hint)
     problems = sharing_problems(picked)

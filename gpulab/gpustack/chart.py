@@ -6,7 +6,7 @@ plays the three parts of it that matter:
 
 * ``default_values(version)``: the chart's ``values.yaml`` for each chart version
   we ship (``data/gpu-operator-values-<version>.yaml``, sources per key in
-  ``docs/fidelity/gpustack-core.md``).
+  ``docs/fidelity.md#gpustack-core``).
 * ``parse_set(items)``: Helm's ``--set`` syntax (helm ``pkg/strvals/parser.go``):
   dotted keys, ``\\.`` in keys, ``a[0]=x`` and ``a[0].b=x``, ``a={x,y}``,
   comma-separated pairs with ``\\,``, and ``typedVal`` typing (``true``/``false``/

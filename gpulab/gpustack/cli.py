@@ -58,6 +58,10 @@ def add_install(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("install", help="install the NVIDIA GPU Operator (emulated helm install --wait)")
     _common(p, chart=True)
     _chart_options(p)
+    # helm's spelling of what gpulab install always does, so the real command line works here unchanged.
+    p.add_argument("--wait", dest="wait", action="store_true", help="wait for the chart's workloads (the default)")
+    p.add_argument("--create-namespace", action="store_true",
+                   help="create the release namespace if absent (gpulab always does)")
     p.set_defaults(func=_run_install)
 
 
@@ -65,7 +69,11 @@ def add_upgrade(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("upgrade", help="upgrade the GPU Operator release (emulated helm upgrade)")
     _common(p, chart=True)
     _chart_options(p)
-    p.add_argument("--reuse-values", action="store_true", help="keep the values of the last release, as helm")
+    p.add_argument("--reuse-values", action="store_true",
+                   help="merge --set over the last release's values, as helm")
+    p.add_argument("--reset-values", action="store_true",
+                   help="use the chart's defaults, not the last release's values, as helm")
+    p.add_argument("--wait", dest="wait", action="store_true", help="wait for the chart's workloads (the default)")
     p.set_defaults(func=_run_upgrade)
 
 
@@ -138,7 +146,7 @@ def _run_upgrade(args: argparse.Namespace) -> int:
     kube = _connect(args)
     try:
         rel = upgrade(kube, release=args.name, namespace=args.namespace, version=args.version, sets=args.sets,
-                      reuse_values=args.reuse_values, wait=args.wait, timeout=args.timeout)
+                      reuse_values=args.reuse_values, reset_values=args.reset_values, wait=args.wait, timeout=args.timeout)
     except InstallError as err:
         print(f"Error: UPGRADE FAILED: {err}", file=sys.stderr)
         return 1

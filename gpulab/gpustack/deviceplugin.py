@@ -2,14 +2,20 @@
 
 NVIDIA/k8s-device-plugin as the GPU Operator runs it:
 
-* ``cmd/config-manager``: the sidecar picks the config named by the node label
-  ``nvidia.com/device-plugin.config``, else ``DEFAULT_CONFIG``, else (fallback
-  strategies ``named,single``) a config called ``default`` or the only one; a
-  label naming a config that does not exist leaves the current config in place
-  (``specified config %v does not exist``). It copies the file out of the
-  ConfigMap mounted in the pod when the plugin starts and when the label
-  changes; edits to the ConfigMap's content therefore only count after the pod
-  restarts (``kubectl rollout restart``), exactly as upstream.
+* ``cmd/config-manager`` (``updateConfigName``): the config named by the node
+  label ``nvidia.com/device-plugin.config``, else ``DEFAULT_CONFIG``, else the
+  fallback strategies in order (the operator sets ``named,single``: a config
+  called ``default``, then the only one). A choice that fails (``specified
+  config X does not exist``, ``no config was set, no default was provided, and
+  all fallbacks failed``, ...) makes config-manager exit 1: as the init
+  container at pod start the plugin never starts (``Init:CrashLoopBackOff``);
+  as the sidecar on a later label change it crash-loops while the plugin keeps
+  the config it loaded. The init container links the file out of the ConfigMap
+  mounted in the pod when the pod starts, the sidecar when the label changes;
+  edits to the ConfigMap's content therefore only count after the pod restarts
+  (``kubectl rollout restart``), exactly as upstream. The containers themselves
+  run the same decision in the node agent (``config-manager`` in
+  ``gpulab/cluster/kubelet/data/images.yaml``).
 * ``internal/rm``: the device IDs the plugin lists: GPU UUIDs, MIG device UUIDs,
   and ``<uuid>::<n>`` replicas for time-slicing/MPS (``AnnotatedID``).
 * the kubelet's device manager (pkg/kubelet/cm/devicemanager ``GetCapacity``):
@@ -28,7 +34,8 @@ from .sharing import NO_SHARING, DevicePluginConfig, DevicePluginConfigError, ad
 
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
 PLUGIN_RESOURCES_ANNOTATION = "gpulab.dev/device-plugin-resources"
-FALLBACK_CONFIG_NAME = "default"
+FALLBACK_CONFIG_NAME = "default"               # NamedConfigFallback
+FALLBACK_STRATEGIES = ("named", "single")       # the operator's FALLBACK_STRATEGIES=named,single
 # pkg/kubelet/cm/devicemanager/endpoint.go endpointStopGracePeriod; overridable so tests need not wait 5 minutes.
 ENDPOINT_STOP_GRACE_SECONDS = float(os.environ.get("GPULAB_DEVICE_PLUGIN_STOP_GRACE", "300"))
 
@@ -42,24 +49,42 @@ class LoadedConfig:
     error: str | None = None
 
 
+class ConfigManagerError(Exception):
+    """``updateConfigName``'s error, with upstream's wording: config-manager logs it and exits 1."""
+
+
 def choose_config(label: str | None, default: str, available: dict[str, str],
-                  current: LoadedConfig | None) -> LoadedConfig | None:
-    """config-manager's choice; None means "keep ``current``" (the label names a missing config)."""
-    wanted = label or default
-    if wanted and wanted not in available:
-        return current if current is not None else LoadedConfig("", NO_SHARING,
-                                                                f"specified config {wanted} does not exist")
-    if not wanted:
-        if FALLBACK_CONFIG_NAME in available:
-            wanted = FALLBACK_CONFIG_NAME
-        elif len(available) == 1:
-            wanted = next(iter(available))
-        else:
+                  fallbacks: tuple[str, ...] = FALLBACK_STRATEGIES) -> LoadedConfig:
+    """config-manager's choice among the ConfigMap's keys, loaded; :class:`ConfigManagerError` when it fails."""
+    if not available:
+        raise ConfigManagerError("no configuration files available")
+    if label:
+        if label not in available:
+            raise ConfigManagerError(f"specified config {label} does not exist")
+        return _load(label, available)
+    if default:
+        if default not in available:
+            # Upstream formats the (empty) label here, not the default: "specified config  does not exist".
+            raise ConfigManagerError("specified config  does not exist")
+        return _load(default, available)
+    for fallback in fallbacks:
+        if fallback == "named" and FALLBACK_CONFIG_NAME in available:
+            return _load(FALLBACK_CONFIG_NAME, available)
+        if fallback == "single" and len(available) == 1:
+            return _load(next(iter(available)), available)
+        if fallback == "empty":
             return LoadedConfig("", NO_SHARING)
+        if fallback not in ("named", "single"):
+            raise ConfigManagerError(f"unknown fallback strategy: {fallback}")
+    raise ConfigManagerError("no config was set, no default was provided, and all fallbacks failed")
+
+
+def _load(name: str, available: dict[str, str]) -> LoadedConfig:
+    """The plugin reading the linked file: a config it cannot parse is its error, not config-manager's."""
     try:
-        return LoadedConfig(wanted, parse_config(available[wanted]))
+        return LoadedConfig(name, parse_config(available[name]))
     except DevicePluginConfigError as err:
-        return LoadedConfig(wanted, NO_SHARING, str(err))
+        return LoadedConfig(name, NO_SHARING, str(err))
 
 
 @dataclass(frozen=True)

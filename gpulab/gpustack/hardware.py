@@ -3,7 +3,7 @@
 The catalog lives in ``data/gpus.yaml`` so that the figures (memory in MiB as
 NVML reports it, SM counts, MIG profiles as ``nvidia-smi mig -lgip``/``-lgipp``
 print them) can be read and audited next to their sources in
-``docs/fidelity/gpustack-core.md``. No library ships this table: NVML only
+``docs/fidelity.md#gpustack-core``. No library ships this table: NVML only
 answers for hardware that is present, and the emulation has none.
 
 The architecture family rule is GPU Feature Discovery's ``getArchFamily``

@@ -324,9 +324,12 @@ def install(kube: client.Kube, *, release: str = DEFAULT_RELEASE, namespace: str
 
 def upgrade(kube: client.Kube, *, release: str = DEFAULT_RELEASE, namespace: str = DEFAULT_NAMESPACE,
             version: str | None = None, sets: list[str] | None = None, reuse_values: bool = False,
-            wait: bool = True, timeout: float = 300.0) -> Release:
-    """``helm upgrade RELEASE nvidia/gpu-operator [--version] [--set] [--reuse-values]``.
+            reset_values: bool = False, wait: bool = True, timeout: float = 300.0) -> Release:
+    """``helm upgrade RELEASE nvidia/gpu-operator [--version] [--set] [--reuse-values|--reset-values]``.
 
+    Values as helm's ``Upgrade.reuseValues`` (pkg/action/upgrade.go) picks them: ``--reset-values`` the
+    chart's defaults plus ``--set``; ``--reuse-values`` ``--set`` over the last release's values; neither,
+    the last release's values when no ``--set`` is given, else the chart's defaults plus ``--set``.
     Without ``--version`` the release keeps its chart version (Helm would take the repository's newest).
     """
     found = current_release(kube, release, namespace)
@@ -336,8 +339,10 @@ def upgrade(kube: client.Kube, *, release: str = DEFAULT_RELEASE, namespace: str
     try:
         canonical = chart.normalise_version(version or previous.version)
         overrides = chart.parse_set(sets or [])
-        if reuse_values:
+        if reuse_values and not reset_values:
             overrides = chart._coalesce(previous.values, overrides)  # noqa: SLF001 - Helm's own merge
+        elif not reset_values and not overrides and previous.values:
+            overrides = previous.values     # "copying values from gpu-operator (v1) to new release."
         values = chart.values_for(canonical, overrides)
     except chart.ChartError as err:
         raise InstallError(str(err)) from None

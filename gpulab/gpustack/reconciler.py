@@ -40,8 +40,8 @@ from .client import ApiException
 from urllib3.exceptions import HTTPError
 
 from . import allocation, client, driver, migmanager, nfd, operator, standins, validator
-from .deviceplugin import (CONFIG_LABEL, ENDPOINT_STOP_GRACE_SECONDS, PLUGIN_RESOURCES_ANNOTATION, LoadedConfig,
-                           choose_config, node_resources, plugin_devices)
+from .deviceplugin import (CONFIG_LABEL, ENDPOINT_STOP_GRACE_SECONDS, PLUGIN_RESOURCES_ANNOTATION,
+                           ConfigManagerError, LoadedConfig, choose_config, node_resources, plugin_devices)
 from .events import Recorder
 from .gfd import GfdError, gfd_labels
 from .nodestate import node_gpus, read_layout
@@ -91,7 +91,7 @@ class GpuStack:
         self.policies = Informer(kube, client.CLUSTERPOLICIES, self._on_policy, stop=self.stop)
         self.configmaps = Informer(kube, client.CONFIGMAPS, self._on_configmap, namespace=namespace, stop=self.stop)
         self.daemonsets = Informer(kube, client.DAEMONSETS, self._on_daemonset, namespace=namespace, stop=self.stop)
-        self._plugin_configs: dict[str, tuple[str | None, LoadedConfig]] = {}   # plugin pod uid -> (label, config)
+        self._loaded_configs: dict[str, tuple[str | None, LoadedConfig]] = {}   # plugin/GFD pod uid -> (label, config)
         self._endpoints: dict[str, dict[str, dict]] = {}                         # node -> resource -> endpoint
         self._validated: set[str] = set()                                        # validator pod uids
         self.mig_manager = MigReconfigure(self)
@@ -122,6 +122,7 @@ class GpuStack:
                     self._pods_by_node.get(previous, {}).pop(key, None)
             if kind == "DELETED":
                 self._pods_by_node.get(node or "", {}).pop(key, None)
+                self._loaded_configs.pop(meta(pod).get("uid", ""), None)
             elif node:
                 self._pods_by_node.setdefault(node, {})[key] = pod
         if meta(pod).get("namespace") == self.namespace and operand_app(pod) == OPERATOR_APP:
@@ -290,7 +291,7 @@ class GpuStack:
         strategy = effective_mig_strategy(loaded.config if loaded else NO_SHARING,
                                           (spec.get("mig") or {}).get("strategy"))
         if gpus and driver_version and "gpu-feature-discovery" in operands:
-            gfd_config = self._gfd_config(labels, spec)
+            gfd_config = self._gfd_config(operands["gpu-feature-discovery"], labels, spec)
             try:
                 fresh = gfd_labels(gpus.model, gpus.count, driver_version=driver_version,
                                    cuda_version=driver.cuda_version(driver_version),
@@ -351,27 +352,46 @@ class GpuStack:
 
     # --- device plugin -------------------------------------------------------------------------
     def _plugin_config(self, plugin: dict, labels: dict[str, str], spec: dict) -> LoadedConfig:
-        """What config-manager gave this plugin pod: read at start, re-read when the node label changes."""
+        """What config-manager gave this running plugin pod: chosen at start, chosen again when the node label
+        changes; a choice that fails there (the sidecar exits 1 and crash-loops) leaves the loaded config."""
         uid = meta(plugin)["uid"]
         label = labels.get(CONFIG_LABEL)
-        remembered = self._plugin_configs.get(uid)
+        remembered = self._loaded_configs.get(uid)
         if remembered is not None and remembered[0] == label:
             return remembered[1]
-        chosen = self._read_config(label, spec, remembered[1] if remembered else None)
-        self._plugin_configs[uid] = (label, chosen)
+        chosen = self._choose_or_keep(label, spec, remembered[1] if remembered else None)
+        self._loaded_configs[uid] = (label, chosen)
         return chosen
 
-    def _read_config(self, label: str | None, spec: dict, current: LoadedConfig | None) -> LoadedConfig:
+    def _gfd_config(self, gfd: dict, labels: dict[str, str], spec: dict) -> LoadedConfig:
+        """GFD runs its own config-manager with the same config; it reads it on every labelling pass, keeping the
+        last config it loaded while the choice fails."""
+        uid = meta(gfd)["uid"]
+        remembered = self._loaded_configs.get(uid)
+        chosen = self._choose_or_keep(labels.get(CONFIG_LABEL), spec, remembered[1] if remembered else None)
+        self._loaded_configs[uid] = (labels.get(CONFIG_LABEL), chosen)
+        return chosen
+
+    def _choose_or_keep(self, label: str | None, spec: dict, current: LoadedConfig | None) -> LoadedConfig:
+        """The pod runs, so its init container chose without error; when the choice fails now, the pod keeps
+        ``current``, or (unknown after a reconciler restart) the config chosen without the label."""
+        try:
+            return self._read_config(label, spec)
+        except ConfigManagerError:
+            if current is not None:
+                return current
+        try:
+            return self._read_config(None, spec)
+        except ConfigManagerError:
+            return LoadedConfig("", NO_SHARING)
+
+    def _read_config(self, label: str | None, spec: dict) -> LoadedConfig:
         config = (spec.get("devicePlugin") or {}).get("config") or {}
         if not config.get("name"):
-            return LoadedConfig("", NO_SHARING)
+            return LoadedConfig("", NO_SHARING)      # no config-manager: the plugin's built-in defaults
         cm = self.configmaps.get(config["name"], self.namespace)
         available = (cm or {}).get("data") or {}
-        return choose_config(label, config.get("default", ""), available, current)
-
-    def _gfd_config(self, labels: dict[str, str], spec: dict) -> LoadedConfig:
-        """GFD runs its own config-manager with the same config; it reads it on every labelling pass."""
-        return self._read_config(labels.get(CONFIG_LABEL), spec, None)
+        return choose_config(label, config.get("default", ""), available)
 
     def _device_plugin(self, name: str, node: dict, plugin: dict | None, loaded: LoadedConfig | None, layout,
                        strategy: str, driver_version: str | None, notes: dict[str, str]) -> dict:

@@ -2,30 +2,49 @@
 
 Checks, conditions and widgets reason about objects the way the learner sees
 them in ``kubectl get -o yaml`` (``nodeSelector``, ``status.allocatable``),
-so they read raw JSON (``_preload_content=False``) instead of the client's
-snake_case model classes, which also drop fields they do not know. Only the
-official client's typed API classes are used, so the same code reads the
-embedded cluster, kind and real clusters. Reads are cached for the life of one
-reader (one check run), so a check sees one consistent-enough snapshot and
-does not list nodes five times.
+so they read raw JSON instead of the client's snake_case model classes, which
+also drop fields they do not know. Reads go through the official client's
+``ApiClient`` (its configuration, TLS, auth and ``ApiException``), by the
+REST paths its typed API classes would use, so the same code reads the
+embedded cluster, kind and real clusters. The typed classes themselves
+(``core``, ``apps``, ...) are made only when asked for: importing
+``CoreV1Api`` builds a pydantic validator for each of its hundreds of
+methods, over a second of CPU in every learner kernel and grading run.
+Reads are cached for the life of one reader (one check run), so a check sees
+one consistent-enough snapshot and does not list nodes five times.
 """
 from __future__ import annotations
 
 import json
+from functools import cached_property
 from typing import Any
 
 
 class ClusterReader:
     def __init__(self, api_client):
-        from kubernetes import client
-
         self.api_client = api_client
-        self.core = client.CoreV1Api(api_client)
-        self.apps = client.AppsV1Api(api_client)
-        self.batch = client.BatchV1Api(api_client)
-        self.custom = client.CustomObjectsApi(api_client)
-        self.extensions = client.ApiextensionsV1Api(api_client)
         self._cache: dict[tuple, Any] = {}
+
+    # --- the official client's typed APIs, for writes and anything not read below ------------
+    @cached_property
+    def core(self):
+        from kubernetes.client import CoreV1Api
+        return CoreV1Api(self.api_client)
+
+    @cached_property
+    def apps(self):
+        from kubernetes.client import AppsV1Api
+        return AppsV1Api(self.api_client)
+
+    @cached_property
+    def batch(self):
+        from kubernetes.client import BatchV1Api
+        return BatchV1Api(self.api_client)
+
+    @cached_property
+    def custom(self):
+        from kubernetes.client import CustomObjectsApi
+        return CustomObjectsApi(self.api_client)
 
     # --- plumbing ---------------------------------------------------------
     def _cached(self, key: tuple, call):
@@ -33,15 +52,26 @@ class ClusterReader:
             self._cache[key] = call()
         return self._cache[key]
 
-    @staticmethod
-    def _json(response) -> Any:
+    def _get(self, path: str, **query: str | None) -> Any:
+        """GET ``path`` as JSON; a non-2xx answer raises ``ApiException`` as the typed APIs do."""
+        from kubernetes.client import ApiException
+
+        request = self.api_client.param_serialize(
+            method="GET", resource_path=path,
+            query_params=[(key, value) for key, value in query.items() if value is not None],
+            header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
+        response = self.api_client.call_api(*request)
+        response.read()
+        if not 200 <= response.status <= 299:
+            raise ApiException.from_response(http_resp=response, body=response.data.decode("utf-8", "replace"),
+                                             data=None)
         return json.loads(response.data)
 
-    def _optional(self, call) -> dict | None:
+    def _optional(self, path: str) -> dict | None:
         from kubernetes.client import ApiException
 
         try:
-            return self._json(call())
+            return self._get(path)
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -49,63 +79,45 @@ class ClusterReader:
 
     # --- core -------------------------------------------------------------
     def nodes(self) -> list[dict]:
-        return self._cached(("nodes",), lambda: self._json(self.core.list_node(_preload_content=False))["items"])
+        return self._cached(("nodes",), lambda: self._get("/api/v1/nodes")["items"])
 
     def pods(self, namespace: str | None = None, label_selector: str | None = None) -> list[dict]:
-        def call():
-            if namespace is None:
-                response = self.core.list_pod_for_all_namespaces(label_selector=label_selector, _preload_content=False)
-            else:
-                response = self.core.list_namespaced_pod(namespace, label_selector=label_selector,
-                                                         _preload_content=False)
-            return self._json(response)["items"]
-        return self._cached(("pods", namespace, label_selector), call)
+        path = "/api/v1/pods" if namespace is None else f"/api/v1/namespaces/{namespace}/pods"
+        return self._cached(("pods", namespace, label_selector),
+                            lambda: self._get(path, labelSelector=label_selector)["items"])
 
     def pod(self, name: str, namespace: str = "default") -> dict | None:
-        return self._optional(lambda: self.core.read_namespaced_pod(name, namespace, _preload_content=False))
+        return self._optional(f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+    def configmap(self, name: str, namespace: str = "default") -> dict | None:
+        return self._optional(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
 
     # --- workloads ----------------------------------------------------------
     def deployment(self, name: str, namespace: str = "default") -> dict | None:
-        return self._optional(lambda: self.apps.read_namespaced_deployment(name, namespace, _preload_content=False))
+        return self._optional(f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}")
 
     def deployments(self) -> list[dict]:
-        return self._cached(("deployments",), lambda: self._json(
-            self.apps.list_deployment_for_all_namespaces(_preload_content=False))["items"])
+        return self._cached(("deployments",), lambda: self._get("/apis/apps/v1/deployments")["items"])
 
     def replicasets(self, namespace: str) -> list[dict]:
-        return self._cached(("replicasets", namespace), lambda: self._json(
-            self.apps.list_namespaced_replica_set(namespace, _preload_content=False))["items"])
+        return self._cached(("replicasets", namespace),
+                            lambda: self._get(f"/apis/apps/v1/namespaces/{namespace}/replicasets")["items"])
 
     def job(self, name: str, namespace: str = "default") -> dict | None:
-        return self._optional(lambda: self.batch.read_namespaced_job(name, namespace, _preload_content=False))
+        return self._optional(f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}")
 
     # --- CRDs and custom resources --------------------------------------------
     def crd(self, name: str) -> dict | None:
-        return self._optional(lambda: self.extensions.read_custom_resource_definition(name, _preload_content=False))
+        return self._optional(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
 
     def custom_object(self, group: str, version: str, plural: str, name: str,
                       namespace: str | None = None) -> dict | None:
-        if namespace is None:
-            return self._optional(lambda: self.custom.get_cluster_custom_object(
-                group, version, plural, name, _preload_content=False))
-        return self._optional(lambda: self.custom.get_namespaced_custom_object(
-            group, version, namespace, plural, name, _preload_content=False))
+        return self._optional(_custom_path(group, version, plural, namespace) + f"/{name}")
 
     def custom_objects(self, group: str, version: str, plural: str, namespace: str | None = None) -> list[dict]:
         """Every object of a custom resource; empty when its CRD is not served."""
-        from kubernetes.client import ApiException
-
-        try:
-            if namespace is None:
-                response = self.custom.list_cluster_custom_object(group, version, plural, _preload_content=False)
-            else:
-                response = self.custom.list_namespaced_custom_object(group, version, namespace, plural,
-                                                                     _preload_content=False)
-        except ApiException as exc:
-            if exc.status == 404:
-                return []
-            raise
-        return self._json(response)["items"]
+        listed = self._optional(_custom_path(group, version, plural, namespace))
+        return [] if listed is None else listed["items"]
 
     # --- writes that only ask the server's opinion -----------------------------------
     def dry_run_create_pod(self, pod: dict, namespace: str = "default") -> dict | None:
@@ -120,6 +132,11 @@ class ClusterReader:
             except (TypeError, ValueError):
                 return {"message": f"{exc.status} {exc.reason}"}
         return None
+
+
+def _custom_path(group: str, version: str, plural: str, namespace: str | None) -> str:
+    scope = "" if namespace is None else f"/namespaces/{namespace}"
+    return f"/apis/{group}/{version}{scope}/{plural}"
 
 
 def established(crd: dict | None) -> bool:

@@ -26,6 +26,9 @@ class Progress:
     def __bool__(self) -> bool:
         return self.total > 0 and self.done >= self.total
 
+    def _ipython_display_(self) -> None:
+        """Shown as a cell's value, say nothing: the progress bar above already told it."""
+
 
 def wait_for(condition: Callable[[], Any], *, timeout: float = 120, interval: float = 0.5,
              description: str | None = None) -> Any:

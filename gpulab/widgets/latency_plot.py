@@ -21,9 +21,10 @@ def smallest_mig_profile(model: str) -> str:
 
 def latency_figure(*, model: str = "H200", request_ms: float | None = None, duty: float = 1.0,
                    mig_profile: str | None = None, max_neighbours: int = 4, p99_budget_ms: float | None = None):
-    """The figure: measured points, model curves, exclusive and MIG lines, and an optional p99 budget."""
-    from matplotlib.figure import Figure
+    """The figure: measured points, model curves, exclusive and MIG lines, and an optional p99 budget.
 
+    It shows itself as a PNG when it is a cell's value, with or without ``%matplotlib inline``.
+    """
     profile = mig_profile or smallest_mig_profile(model)
     neighbours = list(range(max_neighbours + 1))
     shared = [latency.expected_latency("time-slicing", neighbours=k, duty=duty, request_ms=request_ms, model=model)
@@ -31,7 +32,7 @@ def latency_figure(*, model: str = "H200", request_ms: float | None = None, duty
     exclusive = latency.expected_latency("exclusive", request_ms=request_ms, model=model)
     mig = latency.expected_latency("mig", request_ms=request_ms, mig_profile=profile, model=model)
 
-    fig = Figure(figsize=(7.5, 4.2), layout="constrained")
+    fig = _notebook_figure_class()(figsize=(7.5, 4.2), layout="constrained")
     ax = fig.add_subplot()
     ax.plot(neighbours, [r["p99_ms"] for r in shared], "-", color="tab:red", label="time-slicing p99 (model)")
     ax.plot(neighbours, [r["p50_ms"] for r in shared], "--", color="tab:red", label="time-slicing p50 (model)")
@@ -51,6 +52,18 @@ def latency_figure(*, model: str = "H200", request_ms: float | None = None, duty
     ax.set_title(f"One request on an {model}: sharing by time-slicing vs MIG")
     ax.legend(fontsize="small", loc="upper left")
     return fig
+
+
+def _notebook_figure_class():
+    """A matplotlib Figure that IPython displays as a PNG (a plain Figure prints as ``<Figure size ...>``
+    unless ``%matplotlib inline`` registered a formatter for it)."""
+    from matplotlib.figure import Figure
+
+    class NotebookFigure(Figure):
+        def _repr_png_(self) -> bytes:
+            return figure_png(self)
+
+    return NotebookFigure
 
 
 def figure_png(fig) -> bytes:

@@ -1,4 +1,4 @@
-"""Device allocation and what a GPU container then sees (gpulab.gpustack.allocation; docs/fidelity/gpustack.md)."""
+"""Device allocation and what a GPU container then sees (gpulab.gpustack.allocation; docs/fidelity.md#gpustack)."""
 from datetime import datetime, timezone
 
 from gpulab.gpustack.allocation import allocate, allocated_ids, latency_figures

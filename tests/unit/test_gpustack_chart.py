@@ -1,4 +1,4 @@
-"""gpu-operator chart values, helm --set parsing and the rendered ClusterPolicy (docs/fidelity/gpustack-core.md)."""
+"""gpu-operator chart values, helm --set parsing and the rendered ClusterPolicy (docs/fidelity.md#gpustack-core)."""
 import pytest
 
 from gpulab.gpustack.chart import (

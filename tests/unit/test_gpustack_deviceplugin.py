@@ -1,5 +1,8 @@
-"""The device plugin's config choice and device list (gpulab.gpustack.deviceplugin; docs/fidelity/gpustack.md)."""
-from gpulab.gpustack.deviceplugin import LoadedConfig, choose_config, listed_devices, node_resources, plugin_devices
+"""The device plugin's config choice and device list (gpulab.gpustack.deviceplugin; docs/fidelity.md#gpustack)."""
+import pytest
+
+from gpulab.gpustack.deviceplugin import (ConfigManagerError, LoadedConfig, choose_config, listed_devices,
+                                          node_resources, plugin_devices)
 from gpulab.gpustack.hardware import gpu_model
 from gpulab.gpustack.mig import plan, whole_gpus
 from gpulab.gpustack.sharing import NO_SHARING, parse_config
@@ -11,18 +14,28 @@ MPS = "version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu
 
 def test_label_then_default_then_fallbacks():
     available = {"any": FOUR, "other": MPS}
-    assert choose_config("other", "any", available, None).name == "other"
-    assert choose_config(None, "any", available, None).name == "any"
-    assert choose_config(None, "", {"default": FOUR, "x": MPS}, None).name == "default"   # fallback "named"
-    assert choose_config(None, "", {"only": FOUR}, None).name == "only"                  # fallback "single"
-    assert choose_config(None, "", available, None) == LoadedConfig("", NO_SHARING)
+    assert choose_config("other", "any", available) == LoadedConfig("other", parse_config(MPS))
+    assert choose_config(None, "any", available).name == "any"
+    assert choose_config("", "any", available).name == "any"                     # an empty label is no label
+    assert choose_config(None, "", {"default": FOUR, "x": MPS}).name == "default"   # fallback "named"
+    assert choose_config(None, "", {"only": FOUR}).name == "only"                  # fallback "single"
+    assert choose_config(None, "", available, ("named", "empty")) == LoadedConfig("", NO_SHARING)
+    broken = choose_config("bad", "", {"bad": "version: v2\n"})
+    assert broken.name == "bad" and broken.config == NO_SHARING and broken.error     # the plugin's error, not the choice's
 
 
-def test_a_label_naming_a_missing_config_keeps_the_current_one():
-    current = choose_config(None, "any", {"any": FOUR}, None)
-    assert choose_config("nope", "any", {"any": FOUR}, current) is current
-    first = choose_config("nope", "any", {"any": FOUR}, None)
-    assert first.error == "specified config nope does not exist"
+@pytest.mark.parametrize("label,default,available,fallbacks,message", [
+    ("nope", "any", {"any": FOUR}, ("named", "single"), "specified config nope does not exist"),
+    (None, "any", {"other": FOUR}, ("named", "single"), "specified config  does not exist"),   # upstream's %v of ""
+    (None, "", {"any": FOUR, "other": MPS}, ("named", "single"),
+     "no config was set, no default was provided, and all fallbacks failed"),
+    (None, "", {"any": FOUR, "other": MPS}, ("first",), "unknown fallback strategy: first"),
+    ("any", "", {}, ("named", "single"), "no configuration files available"),
+])
+def test_a_failed_choice_is_config_managers_error(label, default, available, fallbacks, message):
+    with pytest.raises(ConfigManagerError) as err:
+        choose_config(label, default, available, fallbacks)
+    assert str(err.value) == message
 
 
 def test_time_slicing_lists_annotated_replica_ids():

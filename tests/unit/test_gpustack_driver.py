@@ -1,4 +1,4 @@
-"""Driver versions and the upgrade policy (gpulab.gpustack.driver; docs/fidelity/gpustack.md)."""
+"""Driver versions and the upgrade policy (gpulab.gpustack.driver; docs/fidelity.md#gpustack)."""
 from gpulab.gpustack.driver import UpgradePolicy, cuda_version, event_message, image_driver_version, unmanaged_refusal
 
 

@@ -1,4 +1,4 @@
-"""GPU Feature Discovery labels (NVIDIA/k8s-device-plugin internal/lm), see docs/fidelity/gpustack-core.md."""
+"""GPU Feature Discovery labels (NVIDIA/k8s-device-plugin internal/lm), see docs/fidelity.md#gpustack-core."""
 import pytest
 
 from gpulab.gpustack.gfd import GfdError, gfd_labels, sanitise

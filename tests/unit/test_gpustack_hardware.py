@@ -1,4 +1,4 @@
-"""GPU catalog figures against NVML / nvidia-smi / mig-parted sources (docs/fidelity/gpustack-core.md)."""
+"""GPU catalog figures against NVML / nvidia-smi / mig-parted sources (docs/fidelity.md#gpustack-core)."""
 import math
 import re
 

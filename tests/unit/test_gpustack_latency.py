@@ -1,4 +1,4 @@
-"""The sharing latency model against the H200 measurement (docs/fidelity/gpustack-core.md)."""
+"""The sharing latency model against the H200 measurement (docs/fidelity.md#gpustack-core)."""
 import pytest
 
 from gpulab.gpustack.latency import expected_latency, measured_rows, request_ms_default, tail_ratio, time_slice_ms

@@ -1,4 +1,4 @@
-"""mig-parted planning and the resources a MIG layout advertises (docs/fidelity/gpustack-core.md)."""
+"""mig-parted planning and the resources a MIG layout advertises (docs/fidelity.md#gpustack-core)."""
 import pytest
 
 from gpulab.gpustack.hardware import gpu_model

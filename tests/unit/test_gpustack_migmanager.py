@@ -1,4 +1,4 @@
-"""The MIG manager's label dance and refusals (gpulab.gpustack.migmanager; docs/fidelity/gpustack.md)."""
+"""The MIG manager's label dance and refusals (gpulab.gpustack.migmanager; docs/fidelity.md#gpustack)."""
 import pytest
 
 from gpulab.gpustack.hardware import gpu_model

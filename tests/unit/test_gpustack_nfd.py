@@ -1,4 +1,4 @@
-"""NFD's labels for the emulated nodes (gpulab.gpustack.nfd; docs/fidelity/gpustack.md)."""
+"""NFD's labels for the emulated nodes (gpulab.gpustack.nfd; docs/fidelity.md#gpustack)."""
 from gpulab.gpustack.nfd import FEATURE_LABELS_ANNOTATION, feature_labels_annotation, nfd_labels, os_release
 
 

@@ -1,4 +1,4 @@
-"""nvidia-smi and nvidia-smi -L in the 580-series format (docs/fidelity/gpustack-core.md)."""
+"""nvidia-smi and nvidia-smi -L in the 580-series format (docs/fidelity.md#gpustack-core)."""
 from gpulab.gpustack.hardware import gpu_model, gpu_uuid, mig_uuid
 from gpulab.gpustack.mig import plan
 from gpulab.gpustack.nvidia_smi import SmiProcess, node_gpus, render, render_list, visible

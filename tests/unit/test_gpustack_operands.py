@@ -1,4 +1,4 @@
-"""Operand DaemonSets and the operator's node labels (docs/fidelity/gpustack-core.md)."""
+"""Operand DaemonSets and the operator's node labels (docs/fidelity.md#gpustack-core)."""
 import pytest
 
 from gpulab.gpustack.chart import cluster_policy, parse_set, values_for

@@ -1,4 +1,4 @@
-"""Device plugin config parsing, advertised resources and Allocate refusals (docs/fidelity/gpustack-core.md)."""
+"""Device plugin config parsing, advertised resources and Allocate refusals (docs/fidelity.md#gpustack-core)."""
 import pytest
 
 from gpulab.gpustack.hardware import gpu_model

@@ -494,7 +494,13 @@ class PodWorker:
         info = (node.get("status") or {}).get("nodeInfo") or {}
         return World(image=image, catalog=self.k.catalog, env=env, files=files, hostname=pod_hostname(self.pod),
                      nproc=max(1, int(float(capacity.get("cpu", "1") or 1))), kernel=info.get("kernelVersion", ""),
-                     workdir=run.spec.get("workingDir") or "/", injected=dict(alloc.commands))
+                     workdir=run.spec.get("workingDir") or "/", injected=dict(alloc.commands),
+                     node_labels=self._node_labels)
+
+    def _node_labels(self) -> dict[str, str]:
+        """The labels of this pod's node now (what a program reading its Node from the API would see)."""
+        node = self.k.api.store.get("nodes", "", self.node_name) or {}
+        return (node.get("metadata") or {}).get("labels") or {}
 
     def _create(self, run: ContainerRun, ref: ImageReference, image: Image, now: float) -> bool:
         """startContainer, steps 2 and 3: generate the container config, create it, start it."""

@@ -17,7 +17,7 @@ What apiextensions-apiserver does to a custom resource, in its order:
   ``x-kubernetes-list-type`` set/map uniqueness (schema/listtype/validation.go).
 
 ``x-kubernetes-validations`` (CEL) rules are not evaluated: see
-docs/fidelity/schema-validation.md.
+docs/fidelity.md#schema-validation.
 """
 from __future__ import annotations
 

@@ -75,11 +75,13 @@ class Shell:
 
     def __init__(self, world: World, *, argv0: str = "sh", flavour: str = "dash", positional: list[str] = (),
                  env: list[tuple[str, str]] | None = None, fds: dict | None = None, stdin: str | None = None,
-                 is_pid1: bool = False):
+                 is_pid1: bool = False, behaviour_utilities: dict[str, Callable] | None = None):
         from .utilities import UTILITIES  # the utilities module uses Shell: import here to avoid a cycle
 
         self.world = world
         self.utilities: dict[str, Callable] = UTILITIES
+        # Commands only a behaviour's own script (and its subshells) can run, whatever the image holds.
+        self.behaviour_utilities: dict[str, Callable] = behaviour_utilities or {}
         self.vars: dict[str, str] = dict(world.env if env is None else env)
         self.exported: set[str] = set(self.vars)
         self.argv0 = argv0
@@ -234,7 +236,7 @@ class Shell:
                 status = yield from self.run_seq(node.body)
             return status
         if isinstance(node, Group) and node.subshell:
-            sub = self.child(positional=self.positional)
+            sub = self.child(positional=self.positional, behaviour_utilities=self.behaviour_utilities)
             sub.vars, sub.exported = dict(self.vars), set(self.exported)
             sub.errexit, sub.xtrace = self.errexit, self.xtrace
             try:
@@ -297,6 +299,8 @@ class Shell:
             from .utilities import run_builtin
 
             return (yield from run_builtin(self, argv))
+        if name in self.behaviour_utilities:
+            return (yield from self.behaviour_utilities[name](self, argv))
         prog = self.world.find_program(argv, self.utilities)
         if prog is None:
             yield from self._not_found(name)
@@ -310,10 +314,12 @@ class Shell:
         if prog.kind == "utility":
             return (yield from self.utilities[prog.name](self, argv))
         if prog.kind == "behaviour":
+            from .utilities import BEHAVIOUR_UTILITIES
+
             b = prog.behaviour
             script = b.no_gpu_script if b.needs_gpu and not self.world.has_gpu else b.script
             sub = self.child(argv0=argv[0], positional=argv[1:], flavour=self.world.image.shell or "dash",
-                             is_pid1=self.is_pid1 and self.execing)
+                             is_pid1=self.is_pid1 and self.execing, behaviour_utilities=BEHAVIOUR_UTILITIES)
             try:
                 status = yield from sub.run_seq(Parser(script).parse_script())
             except ExitShell as exc:
@@ -480,7 +486,8 @@ class Shell:
             return "".join(out)
         if kind == "cmd":
             buffer = Buffer()
-            sub = self.child(fds={**self.fds, 1: buffer}, positional=self.positional)
+            sub = self.child(fds={**self.fds, 1: buffer}, positional=self.positional,
+                             behaviour_utilities=self.behaviour_utilities)
             sub.vars, sub.exported = dict(self.vars), set(self.exported)
             try:
                 self._substituted = yield from sub.run_seq(part[1])

@@ -5,7 +5,8 @@ against this small world: the environment the kubelet computed, a virtual file s
 /etc files, the kubelet-managed /etc/hosts and /etc/resolv.conf, mounted ConfigMaps and Secrets,
 device nodes of allocated GPUs) and the programs of the image (data/images.yaml), the programs the
 container runtime injected (the device allocation's ``commands``, e.g. ``nvidia-smi``) and the
-utilities the interpreter itself implements.
+utilities the interpreter itself implements. Behaviour scripts may also read the labels of the node
+the container runs on (``node_labels``), standing in for the programs that read their Node from the API.
 """
 from __future__ import annotations
 
@@ -89,6 +90,10 @@ class FileSystem:
         return sorted(n for n in names if n)
 
 
+def _no_labels() -> dict[str, str]:
+    return {}
+
+
 @dataclass
 class World:
     """Everything one container's processes share."""
@@ -102,6 +107,8 @@ class World:
     kernel: str
     workdir: str = "/"
     injected: dict[str, str] = field(default_factory=dict)
+    # The labels of the node the container runs on, read when asked (they change while a program runs).
+    node_labels: Callable[[], dict[str, str]] = _no_labels
     # The process's virtual clock (seconds since the epoch), advanced by the process driver.
     time: float = 0.0
     # How PID 1 reacts to the stop signal (None: ignores it).
