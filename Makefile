@@ -14,8 +14,11 @@ $(PY):
 	$(PIP) install --quiet --upgrade pip
 
 # Reinstall when the dependency list changes.
+# The bytecode is compiled here, as pip does for a regular install: an editable install leaves it to the
+# first import, which never caches it where PYTHONDONTWRITEBYTECODE is set (and then every start pays).
 $(STAMP): pyproject.toml | $(PY)
 	$(PIP) install --quiet -e '.[course,test]'
+	$(PY) -m compileall -q gpulab
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -10,12 +10,13 @@ pods fit on 100 nodes), the growth ratio compares the first 800 pods, which
 bind at every size: seconds per pod at 5,000 nodes over seconds per pod at
 100 nodes (1.0 is flat, 50 would be linear in the node count).
 
-Run ``.venv/bin/python bench/scheduler.py``; results go to
+Run ``python -m bench scheduler`` (or ``make bench``); results go to
 ``bench/results/scheduler.json``.
 """
 from __future__ import annotations
 
 import json
+import os
 import platform
 import sys
 import time
@@ -31,7 +32,6 @@ from gpulab.cluster.store import Store  # noqa: E402
 SIZES = (100, 1_000, 5_000)
 PODS = 10_000
 COMMON_PREFIX = 800  # pods that fit at every size (100 nodes x 8 GPUs)
-RESULTS = ROOT / "bench" / "results" / "scheduler.json"
 
 
 def cluster(nodes: int) -> Api:
@@ -73,7 +73,7 @@ def run(nodes: int) -> dict:
             "first_800_pods_per_second": round(COMMON_PREFIX / prefix_seconds)}
 
 
-def main() -> None:
+def main() -> dict:
     results = []
     for nodes in SIZES:
         result = run(nodes)
@@ -85,11 +85,9 @@ def main() -> None:
     growth = smallest["first_800_pods_per_second"] / largest["first_800_pods_per_second"]
     node_ratio = largest["nodes"] / smallest["nodes"]
     print(f"growth: {growth:.2f}x time per pod for {node_ratio:.0f}x nodes")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"python": platform.python_version(), "machine": platform.machine(),
-                                   "results": results, "growth_ratio": round(growth, 3),
-                                   "node_ratio": node_ratio}, indent=2) + "\n")
+    return {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+            "results": results, "growth_ratio": round(growth, 3), "node_ratio": node_ratio}
 
 
 if __name__ == "__main__":
-    main()
+    print(json.dumps(main(), indent=1))

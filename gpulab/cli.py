@@ -100,17 +100,27 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; given the command about to run, only that command's module is imported."""
     parser = argparse.ArgumentParser(prog="gpulab", description="GPUs on Kubernetes, hands on.")
     sub = parser.add_subparsers(dest="command", required=True)
     _cluster(sub)
-    for module, func in COMMANDS.values():
-        getattr(importlib.import_module(module), func)(sub)
+    for name, (module, func) in COMMANDS.items():
+        if command is None or name.split()[0] == command:
+            getattr(importlib.import_module(module), func)(sub)
     return parser
 
 
+def _command(argv: list[str]) -> str | None:
+    """The subcommand named first in ``argv`` when it is a known one, else None (help, typos: every command)."""
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    known = {"cluster"} | {name.split()[0] for name in COMMANDS}
+    return first if first in known else None
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(_command(argv)).parse_args(argv)
     return args.func(args)
 
 

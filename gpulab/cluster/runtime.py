@@ -12,11 +12,10 @@ import logging
 import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Awaitable, Callable
+from typing import Callable
 
 from aiohttp import web
 
-from . import components
 from .api import Api
 from .errors import ApiError
 from .pki import ClusterPKI
@@ -101,10 +100,10 @@ class Runtime:
             asyncio.get_running_loop().call_soon(start)
 
     # --- lifecycle --------------------------------------------------------
-    async def start(self, ready: Callable[[], Awaitable[None]] | None = None) -> None:
+    async def start(self) -> None:
+        """Serve the API. The components (:meth:`start_components`) come after, as a real control plane's do:
+        ``gpulab cluster up`` returns once the API answers, without waiting to import and start them."""
         self.api.subscribe("customresourcedefinitions.apiextensions.k8s.io", self._on_crd_change)
-        for component in components.build(self.api, self.config):
-            self.tasks.append(asyncio.create_task(component.run(), name=getattr(component, "name", "component")))
         self.tasks.append(asyncio.create_task(self._flush_loop(), name="flush"))
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ctx.load_cert_chain(str(self.config.pki.server_cert), str(self.config.pki.server_key))
@@ -116,6 +115,13 @@ class Runtime:
         await site.start()
         (self.config.state_dir / "endpoint.json").write_text(json.dumps(
             {"server": f"https://127.0.0.1:{self.config.port}"}))
+
+    def start_components(self) -> None:
+        """Start the scheduler, controllers and node agents (:mod:`.components`)."""
+        from . import components
+
+        for component in components.build(self.api, self.config):
+            self.tasks.append(asyncio.create_task(component.run(), name=getattr(component, "name", "component")))
 
     async def _flush_loop(self) -> None:
         while True:

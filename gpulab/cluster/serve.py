@@ -55,10 +55,11 @@ async def _serve(config: RuntimeConfig, ready_fd: int | None, addons: list[Addon
         _report(ready_fd, f"ERROR port {config.port} cannot be used: {exc.strerror or exc}")
         await runtime.stop()
         return
-    for addon in addons:
-        addon(runtime)
     (config.state_dir / "server.pid").write_text(str(os.getpid()))
     _report(ready_fd, "READY")
+    runtime.start_components()
+    for addon in addons:
+        addon(runtime)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
