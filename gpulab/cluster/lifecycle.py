@@ -143,10 +143,11 @@ def _spawn(name: str, server_module: str) -> None:
         proc = subprocess.Popen(
             [sys.executable, "-m", server_module, "--dir", str(directory), "--ready-fd", str(write_fd)],
             stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, pass_fds=(write_fd,),
-            start_new_session=True, close_fds=True)
+            start_new_session=True, close_fds=True, env=_server_env())
     finally:
         os.close(write_fd)
         log_file.close()
+    from . import kubeconfig, pki  # noqa: F401 - loaded while the server starts (two cores), not after it answers
     message = _read_ready(read_fd, proc)
     if message == "READY":
         return
@@ -160,6 +161,13 @@ def _spawn(name: str, server_module: str) -> None:
     raise ClusterError(f"the server of cluster {name!r} exited before it was ready. Its log "
                        f"({directory / 'server.log'}) ends with:\n{_tail(directory / 'server.log')}\n"
                        f"Fix the cause, then run `gpulab cluster up --name {name}` again.")
+
+
+def _server_env() -> dict[str, str]:
+    """The server's environment: ours, with no CA bundle to load. aiohttp builds its client TLS contexts when
+    imported, reading every system CA (a tenth of a second or more of the start); the server makes no outbound
+    TLS connection, and its own certificates come from the cluster's PKI files."""
+    return {**os.environ, "SSL_CERT_FILE": os.devnull}
 
 
 def _read_ready(fd: int, proc: subprocess.Popen) -> str:
