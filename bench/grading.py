@@ -18,8 +18,9 @@ at a time); the overhead is that ratio minus one. It is given in wall time
 and in CPU time (user + system of every process each run started, from
 ``getrusage(RUSAGE_CHILDREN)``): on a machine shared with other work the wall
 times swing with the load, the CPU times much less. The cluster figures time
-``start_cluster`` + ``remove`` alone, forked from the fork server and started
-as a fresh ``python -m gpulab.embedded``. Wrong grades are counted
+``start_cluster`` + ``remove`` alone: forked from the fork server as grading
+does (for a lab with starting steps, a copy of its template cluster), and
+started as a fresh ``python -m gpulab.embedded`` with the steps applied. Wrong grades are counted
 against the score each submission earns on a cluster of its own: the shared
 cluster of the baseline lets partial submissions inherit earlier ones' work.
 Run ``python -m bench grading``; ``GPULAB_BENCH_SUBMISSIONS`` sets N (20).
@@ -126,8 +127,10 @@ def _gpulab_grade(course, expected: dict[str, float], jobs: int, *args: str) -> 
 
 
 def _cluster_cost(tmp: Path, lab: str, rounds: int = 5) -> dict:
-    """Mean wall seconds and server CPU seconds of one submission's cluster (start, then remove)."""
-    from gpulab.grading.clusters import start_cluster
+    """Mean wall seconds and server CPU seconds of one submission's cluster (start, then remove): forked from the
+    fork server as grading does (a copy of the lab's template when the lab has starting steps), and as a fresh
+    ``python -m gpulab.embedded`` with the steps applied."""
+    from gpulab.grading.clusters import build_template, start_cluster
     from gpulab.grading.forkserver import ForkServer
 
     def server_cpu(pid: int) -> float:
@@ -139,11 +142,12 @@ def _cluster_cost(tmp: Path, lab: str, rounds: int = 5) -> dict:
     forkserver = ForkServer(tmp)
     forkserver.ensure()
     try:
-        for how, server in (("forked", forkserver), ("fresh_process", None)):
+        template = build_template(lab, tmp, forkserver)
+        for how, server, copied in (("forked", forkserver, template), ("fresh_process", None, None)):
             walls, cpus = [], []
             for _ in range(rounds):
                 start = time.perf_counter()
-                cluster = start_cluster(lab, tmp, server)
+                cluster = start_cluster(lab, tmp, server, copied)
                 cpus.append(server_cpu(cluster.pid))
                 cluster.remove()
                 walls.append(time.perf_counter() - start)

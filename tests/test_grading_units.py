@@ -238,3 +238,65 @@ def test_without_a_fork_server_the_client_becomes_the_server(tmp_path, monkeypat
         assert Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:3] == [b"-m", b"gpulab.embedded"]
     finally:
         lifecycle.down("gpulab")
+
+
+class _LabelAndNote:
+    """A starting-state step for a made-up lab: a node label and a ConfigMap."""
+
+    def describe(self) -> str:
+        return "label gpulab-worker tier=gold, create ConfigMap note"
+
+    def apply(self, api_client) -> None:
+        from kubernetes import client
+
+        core = client.CoreV1Api(api_client)
+        core.patch_node("gpulab-worker", {"metadata": {"labels": {"tier": "gold"}}})
+        core.create_namespaced_config_map("default", {"metadata": {"name": "note"}, "data": {"k": "v"}})
+
+
+def test_clusters_copied_from_a_lab_template_start_in_its_state_and_share_nothing(tmp_path, monkeypatch):
+    from kubernetes import client
+
+    from gpulab.grading import clusters
+    from gpulab.grading.forkserver import ForkServer
+
+    monkeypatch.setattr(clusters, "lab_steps", lambda lab: (_LabelAndNote(),))
+    forkserver = ForkServer(tmp_path)
+    copies = []
+    try:
+        template = clusters.build_template("made-up", tmp_path, forkserver)
+        assert template is not None and not (template / "server.pid").exists()       # stopped
+        copies = [clusters.start_cluster("made-up", tmp_path, forkserver, template) for _ in range(2)]
+        first, second = copies
+        for cluster in copies:
+            core = client.CoreV1Api(cluster.api_client())
+            assert core.read_node("gpulab-worker").metadata.labels["tier"] == "gold"
+            assert core.read_namespaced_config_map("note", "default").data == {"k": "v"}
+            ca = (cluster.directory / "pki" / "ca.crt").read_text()
+            deadline = time.monotonic() + 10          # the root CA publisher puts the copy's own CA back
+            while core.read_namespaced_config_map("kube-root-ca.crt", "default").data["ca.crt"] != ca:
+                assert time.monotonic() < deadline, "kube-root-ca.crt still holds the template's CA"
+                time.sleep(0.1)
+        servers = [c.kubeconfig["clusters"][0]["cluster"]["server"] for c in copies]
+        tokens = [c.kubeconfig["users"][0]["user"]["token"] for c in copies]
+        assert servers[0] != servers[1] and tokens[0] != tokens[1]
+        # one copy's token does not open the other
+        stolen = client.Configuration()
+        stolen.host, stolen.ssl_ca_cert = servers[1], str(second.directory / "pki" / "ca.crt")
+        stolen.api_key = {"authorization": "Bearer " + tokens[0]}
+        with pytest.raises(client.ApiException) as refused:
+            client.CoreV1Api(client.ApiClient(stolen)).list_node()
+        assert refused.value.status == 401
+        # what one submission does stays in its own cluster
+        client.CoreV1Api(first.api_client()).delete_namespaced_config_map("note", "default")
+        assert client.CoreV1Api(second.api_client()).read_namespaced_config_map("note", "default").data == {"k": "v"}
+    finally:
+        for cluster in copies:
+            cluster.remove()
+        forkserver.stop()
+
+
+def test_a_lab_without_starting_steps_needs_no_template(tmp_path):
+    from gpulab.grading.clusters import build_template
+
+    assert build_template("no-such-lab", tmp_path) is None

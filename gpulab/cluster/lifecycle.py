@@ -70,7 +70,8 @@ def is_running(name: str) -> bool:
     return _pid(name) is not None
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A port on 127.0.0.1 that is free now (the kernel's choice)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -123,7 +124,7 @@ def up(name: str = DEFAULT_NAME, *, topology: Path | None = None, merge: bool = 
         nodes = load_topology(topology, name) if topology else default_topology(name)
         check_nodes(nodes)
         directory.mkdir(parents=True, exist_ok=True)
-        meta = {"name": name, "port": port or _free_port(), "nodes": [asdict(n) for n in nodes]}
+        meta = {"name": name, "port": port or free_port(), "nodes": [asdict(n) for n in nodes]}
         meta_file.write_text(json.dumps(meta, indent=1))
     if _port_taken(int(meta["port"])):
         raise ClusterError(

@@ -12,8 +12,13 @@ learner's kernel only gets a copy of the kubeconfig, so rewriting it, pointing
 it at a fake API server, or restarting the cluster from a doctored state
 directory changes nothing the grader reads.
 
-Starting a cluster costs about two seconds, mostly the server importing its
-modules. :class:`ClusterSupply` hides that behind the previous notebook: with
+A lab whose starting state takes steps (the GPU Operator installed, nodes
+labelled: seconds of the cluster's work) is built once per grading process as a
+stopped *template* cluster; each submission's cluster is a copy of its state,
+given a PKI (CA, serving certificate, bearer token) and a port of its own, and
+resumed, as ``gpulab cluster up`` resumes a stopped cluster. So clusters share
+nothing: a submission that learns its token cannot reach another's cluster.
+:class:`ClusterSupply` also hides the start behind the previous notebook: with
 ``prestart`` it starts the next cluster in a background thread as soon as one
 is taken. Clusters are removed by stopping the recorded server process and
 deleting their home rather than by ``lifecycle.reset``, which would also drop
@@ -116,16 +121,21 @@ def base_directory(base_dir: Path | None = None) -> Path:
     return base
 
 
-def start_cluster(lab: str, base_dir: Path | None = None, forkserver: ForkServer | None = None) -> SubmissionCluster:
-    """A fresh embedded cluster in ``lab``'s starting state, in a new private home under ``base_dir``."""
+def start_cluster(lab: str, base_dir: Path | None = None, forkserver: ForkServer | None = None,
+                  template: Path | None = None) -> SubmissionCluster:
+    """A fresh embedded cluster in ``lab``'s starting state, in a new private home under ``base_dir``: a copy of
+    ``template`` (see :func:`build_template`) resumed, or a new cluster with the lab's steps applied."""
     home = Path(tempfile.mkdtemp(prefix="grade-", dir=base_directory(base_dir)))
     try:
-        path = _up(home, forkserver.ensure() if forkserver else None)
+        path = _up(home, forkserver.ensure() if forkserver else None, template)
         directory = home / "clusters" / CLUSTER_NAME
         pid = int((directory / "server.pid").read_text())
         cluster = SubmissionCluster(home, yaml.safe_load(path.read_text()), pid, _start_ticks(pid))
-        for step in lab_steps(lab):
-            step.apply(cluster.api_client())
+        if template is None:
+            for step in lab_steps(lab):
+                step.apply(cluster.api_client())
+        else:
+            _settle(cluster)
         return cluster
     except BaseException:
         stop_clusters_under(home)
@@ -133,9 +143,47 @@ def start_cluster(lab: str, base_dir: Path | None = None, forkserver: ForkServer
         raise
 
 
-def _up(home: Path, forkserver: str | None, attempts: int = 2) -> Path:
-    """``lifecycle.up`` in ``home``; through the fork server at ``forkserver`` when there is one."""
+def build_template(lab: str, base_dir: Path | None = None, forkserver: ForkServer | None = None) -> Path | None:
+    """A stopped cluster in ``lab``'s starting state, to copy for each submission; None when the lab has no
+    steps (a new cluster is then as cheap as a copy)."""
+    if not lab_steps(lab):
+        return None
+    cluster = start_cluster(lab, base_dir, forkserver)
+    os.kill(cluster.pid, signal.SIGTERM)        # a graceful stop commits and closes the state database
+    deadline = time.monotonic() + 30
+    while cluster.alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if cluster.alive():
+        cluster.remove()
+        raise RuntimeError(f"the template cluster of {lab} did not stop")
+    return cluster.directory
+
+
+def _copy_template(template: Path, home: Path) -> None:
+    """The template's state, without its PKI (each copy makes its own), logs or runtime files."""
+    shutil.copytree(template, home / "clusters" / CLUSTER_NAME,
+                    ignore=shutil.ignore_patterns("pki", "kubeconfig", "server.*", "endpoint.json"))
+
+
+def _settle(cluster: SubmissionCluster, timeout: float = 30) -> None:
+    """Wait until the resumed node agents have restarted every pod on a node (none left Pending there)."""
+    from ..learner.reader import ClusterReader
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pods = ClusterReader(cluster.api_client()).pods()
+        if not any((p.get("spec") or {}).get("nodeName") and (p.get("status") or {}).get("phase") == "Pending"
+                   for p in pods):
+            return
+        time.sleep(0.1)
+
+
+def _up(home: Path, forkserver: str | None, template: Path | None = None, attempts: int = 2) -> Path:
+    """``lifecycle.up`` in ``home`` (of a copy of ``template`` when given, on a port of its own); through the fork
+    server at ``forkserver`` when there is one."""
     for attempt in range(attempts):
+        if template is not None:
+            _copy_template(template, home)
         with _HOME_LOCK:
             old = os.environ.get("GPULAB_HOME")
             os.environ["GPULAB_HOME"] = str(home)
@@ -143,7 +191,8 @@ def _up(home: Path, forkserver: str | None, attempts: int = 2) -> Path:
                 os.environ[SOCKET_ENV] = forkserver
             try:
                 return lifecycle.up(CLUSTER_NAME, server_module="gpulab.grading.forkserver" if forkserver
-                                    else "gpulab.embedded")
+                                    else "gpulab.embedded",
+                                    port=None if template is None else lifecycle.free_port())
             except lifecycle.ClusterError:
                 if attempt == attempts - 1:   # a free port taken between choosing and binding: choose again
                     raise
@@ -182,6 +231,8 @@ class ClusterSupply:
         self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpulab-cluster-start")
         self._spare: Future | None = None
         self._forkserver = ForkServer(base_directory(base_dir))
+        self._template: Path | None = None
+        self._template_built = False
 
     def take(self) -> SubmissionCluster:
         future = self._spare or self._start()
@@ -189,7 +240,14 @@ class ClusterSupply:
         return future.result()
 
     def _start(self) -> Future:
-        return self._starter.submit(start_cluster, self.lab, self.base_dir, self._forkserver)
+        return self._starter.submit(self._start_one)
+
+    def _start_one(self) -> SubmissionCluster:
+        """Runs on the one starter thread, so the template is built once, before the first copy."""
+        if not self._template_built:
+            self._template = build_template(self.lab, self.base_dir, self._forkserver)
+            self._template_built = True
+        return start_cluster(self.lab, self.base_dir, self._forkserver, self._template)
 
     def close(self) -> None:
         spare, self._spare = self._spare, None
@@ -200,6 +258,8 @@ class ClusterSupply:
                 pass
         self._starter.shutdown(wait=True)
         self._forkserver.stop()
+        if self._template is not None:
+            shutil.rmtree(self._template.parent.parent, ignore_errors=True)
 
 
 _supplies: dict[tuple[str, bool], ClusterSupply] = {}

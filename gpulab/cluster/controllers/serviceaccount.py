@@ -48,6 +48,10 @@ class ServiceAccountController(Controller):
                                      "kubernetes.default.svc. No other usage is guaranteed across distributions "
                                      "of Kubernetes clusters.")}},
                     "data": {"ca.crt": self.ca_pem}}, ns_name, manager="kube-controller-manager")
+            elif cm.get("data") != {"ca.crt": self.ca_pem}:
+                # pkg/controller/certificates/rootcacertpublisher: a ConfigMap whose data differs is put back
+                self.api.update("configmaps", {**cm, "data": {"ca.crt": self.ca_pem}}, ns_name,
+                                manager="kube-controller-manager")
         except ApiError as exc:
             if exc.code not in (409, 403):
                 raise
