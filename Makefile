@@ -6,6 +6,8 @@ PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 LAB_PORT ?= 8888
+# Jupyter refuses to run as root (containers, CI machines) unless told to.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab test install bench cluster clean labs-release
 
@@ -31,7 +33,7 @@ lab: cluster
 	@echo "Starting JupyterLab: course/ holds the modules, labs/ the graded labs ..."
 	KUBECONFIG=$$($(VENV)/bin/gpulab cluster kubeconfig) PATH=$(CURDIR)/$(VENV)/bin:$$PATH \
 	  $(VENV)/bin/jupyter lab --no-browser --port=$(LAB_PORT) --ServerApp.root_dir=$(CURDIR) \
-	  --LabApp.default_url=/lab/tree/course/00-setup.ipynb
+	  --LabApp.default_url=/lab/tree/course/00-setup.ipynb $(ALLOW_ROOT)
 
 ## make test: set up and run the whole suite
 test: install
