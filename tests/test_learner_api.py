@@ -130,6 +130,16 @@ def test_lazy_import_keeps_import_gpulab_light():
     assert proc.stdout == "[]\n"
 
 
+def test_a_kernel_importing_gpulab_then_the_client_skips_the_costly_imports():
+    """Each of these cost a learner's kernel (and each graded submission) seconds of CPU: the Lark parser that
+    ``rfc3987_syntax`` builds at import (through kubernetes_validate and jsonschema), and CoreV1Api's validators,
+    which reading the cluster for checks does not need."""
+    code = ("import sys, gpulab, kubernetes, gpulab.checks, gpulab.learner.conditions; "
+            "print(sys.modules.get('rfc3987_syntax', 'absent'), 'kubernetes.client.api.core_v1_api' in sys.modules)")
+    proc = subprocess.run([os.sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout == "None False\n"
+
+
 # --- graded cells in a real kernel -------------------------------------------------------------------------
 
 def _insecure_kubeconfig(cluster, tmp_path: Path) -> Path:
