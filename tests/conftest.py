@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,19 @@ class Cluster:
         from kubernetes import config
 
         return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+
+def wait_for(check, timeout: float = 90, interval: float = 0.5, what: str = "condition"):
+    """Poll ``check`` until it returns something truthy and return that; fail saying what was awaited and the
+    last value seen."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
 
 
 def start_cluster(tmp: Path, *, topology: Path | None = None, name: str = "gpulab") -> Cluster:

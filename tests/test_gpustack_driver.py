@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from .conftest import start_cluster, stop_cluster
+from .conftest import start_cluster, stop_cluster, wait_for
 
 H100_NODE = "gpulab-worker2"
 A100_NODE = "gpulab-worker3"
@@ -20,15 +20,6 @@ STATE = "nvidia.com/gpu-driver-upgrade-state"
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("gpustack-driver")]
 
 
-def wait_for(check, timeout: float = 90, interval: float = 0.5, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
 
 
 @pytest.fixture(scope="module")

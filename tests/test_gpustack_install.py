@@ -11,25 +11,18 @@ from __future__ import annotations
 import json
 import os
 import time
+from functools import partial
 
 import pytest
 
-from .conftest import ROOT, start_cluster, stop_cluster
+from .conftest import ROOT, start_cluster, stop_cluster, wait_for
 
 H100_NODE = "gpulab-worker2"
 A100_NODE = "gpulab-worker3"
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("gpustack-install")]
 
 
-def wait_for(check, timeout: float = 60, interval: float = 0.5, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
+wait_for = partial(wait_for, timeout=60)
 
 
 @pytest.fixture(scope="module")

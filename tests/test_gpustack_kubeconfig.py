@@ -8,12 +8,11 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 import uuid
 
 import pytest
 
-from .conftest import KUBECTL, VENV_BIN
+from .conftest import KUBECTL, VENV_BIN, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("gpustack-kubeconfig")]
 RUNNER = textwrap.dedent("""
@@ -27,15 +26,6 @@ RUNNER = textwrap.dedent("""
 """)
 
 
-def wait_for(check, timeout: float = 90, interval: float = 0.5, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
 
 
 @pytest.fixture(scope="module")

@@ -10,25 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import pytest
 
-from .conftest import start_cluster, stop_cluster
+from .conftest import start_cluster, stop_cluster, wait_for
 
 H100_NODE = "gpulab-worker2"
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("gpustack-mig")]
 
 
-def wait_for(check, timeout: float = 90, interval: float = 0.5, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
 
 
 @pytest.fixture(scope="module")

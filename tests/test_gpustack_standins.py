@@ -13,16 +13,14 @@ from __future__ import annotations
 import copy
 import json
 import os
-import signal
 import subprocess
 
 import pytest
 
-from gpulab.cluster import lifecycle
 from gpulab.gpustack import chart, install, operator, standins, validator
 
-from .conftest import KUBECTL, VENV_BIN
-from .test_kind import _alive, fake_kind_script, gpulab, script, standin_topology, wait_for
+from .conftest import KUBECTL
+from .test_kind import gpulab, start_stand_in, stop_stand_in, wait_for
 
 PAUSE = "registry.k8s.io/pause:3.10"
 BUSYBOX = "docker.io/library/busybox:1.36"
@@ -98,15 +96,7 @@ def test_on_kind_the_stack_runs_stand_in_images_and_still_becomes_ready(tmp_path
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     home = tmp_path / "home"
-    os.environ["GPULAB_HOME"] = str(tmp_path / "standin")
-    try:
-        standin = lifecycle.up("gpulab", topology=standin_topology(tmp_path / "topology.yaml"),
-                               server_module="gpulab.cluster.serve")
-    finally:
-        os.environ.pop("GPULAB_HOME")
-    script(bin_dir, "kind", fake_kind_script(tmp_path / "kind-calls", standin))
-    script(bin_dir, "docker", "exit 0\n")
-    path = f"{bin_dir}{os.pathsep}{VENV_BIN}{os.pathsep}/usr/bin:/bin"
+    _, path = start_stand_in(tmp_path, bin_dir)
     kubeconfig = home / "kind" / "gpulab" / "kubeconfig"
 
     def kubectl(*args: str) -> str:
@@ -158,11 +148,4 @@ def test_on_kind_the_stack_runs_stand_in_images_and_still_becomes_ready(tmp_path
             "nvidia.com/cuda.driver-version.full": "580.105.08"}
     finally:
         gpulab("kind", "down", path=path, home=home)
-        pid_file = home / "kind" / "gpulab" / "gpustack.pid"
-        if pid_file.exists() and _alive(int(pid_file.read_text())):
-            os.kill(int(pid_file.read_text()), signal.SIGTERM)
-        os.environ["GPULAB_HOME"] = str(tmp_path / "standin")
-        try:
-            lifecycle.reset("gpulab")
-        finally:
-            os.environ.pop("GPULAB_HOME")
+        stop_stand_in(tmp_path, home)

@@ -17,7 +17,7 @@ import os
 import shutil
 import signal
 import subprocess
-import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -25,7 +25,7 @@ import yaml
 
 from gpulab.cluster import lifecycle
 
-from .conftest import KUBECTL, ROOT, VENV_BIN
+from .conftest import KUBECTL, ROOT, VENV_BIN, wait_for
 
 NO_KIND = ("error: kind is not installed: install it from https://kind.sigs.k8s.io/docs/user/quick-start/"
            "#installation (e.g. `go install sigs.k8s.io/kind@v0.30.0`), then run `gpulab kind up` again. Without "
@@ -133,30 +133,14 @@ def standin_topology(path: Path) -> Path:
     return path
 
 
-def wait_for(check, timeout: float = 120, interval: float = 0.5, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
+wait_for = partial(wait_for, timeout=120)
 
 
 @pytest.mark.slow
 def test_kind_up_annotates_gpu_nodes_and_the_emulation_drives_the_cluster_by_kubeconfig(tmp_path, bin_dir):
     home = tmp_path / "home"
-    os.environ["GPULAB_HOME"] = str(tmp_path / "standin")
-    try:
-        standin = lifecycle.up("gpulab", topology=standin_topology(tmp_path / "topology.yaml"),
-                               server_module="gpulab.cluster.serve")
-    finally:
-        os.environ.pop("GPULAB_HOME")
+    standin, path = start_stand_in(tmp_path, bin_dir)
     calls = tmp_path / "kind-calls"
-    script(bin_dir, "kind", fake_kind_script(calls, standin))
-    script(bin_dir, "docker", "exit 0\n")
-    path = f"{bin_dir}{os.pathsep}{VENV_BIN}{os.pathsep}/usr/bin:/bin"
     kubeconfig = home / "kind" / "gpulab" / "kubeconfig"
     fast = {"GPULAB_DEVICE_PLUGIN_STOP_GRACE": "3"}
 
@@ -230,14 +214,33 @@ def test_kind_up_annotates_gpu_nodes_and_the_emulation_drives_the_cluster_by_kub
         assert calls.read_text().splitlines()[-1] == "delete cluster --name gpulab"
         wait_for(lambda: not _alive(pid), timeout=30, what="the emulation process to exit")
     finally:
-        pid_file = home / "kind" / "gpulab" / "gpustack.pid"
-        if pid_file.exists() and _alive(int(pid_file.read_text())):
-            os.kill(int(pid_file.read_text()), signal.SIGTERM)
-        os.environ["GPULAB_HOME"] = str(tmp_path / "standin")
-        try:
-            lifecycle.reset("gpulab")
-        finally:
-            os.environ.pop("GPULAB_HOME")
+        stop_stand_in(tmp_path, home)
+
+
+def start_stand_in(tmp_path: Path, bin_dir: Path) -> tuple[Path, str]:
+    """An embedded cluster standing in for kind (no GPU stack inside it) and fake ``kind``/``docker`` commands in
+    ``bin_dir`` that hand out its kubeconfig; returns that kubeconfig and a PATH finding the fakes first."""
+    os.environ["GPULAB_HOME"] = str(tmp_path / "standin")
+    try:
+        standin = lifecycle.up("gpulab", topology=standin_topology(tmp_path / "topology.yaml"),
+                               server_module="gpulab.cluster.serve")
+    finally:
+        os.environ.pop("GPULAB_HOME")
+    script(bin_dir, "kind", fake_kind_script(tmp_path / "kind-calls", standin))
+    script(bin_dir, "docker", "exit 0\n")
+    return standin, f"{bin_dir}{os.pathsep}{VENV_BIN}{os.pathsep}/usr/bin:/bin"
+
+
+def stop_stand_in(tmp_path: Path, home: Path) -> None:
+    """Stop what :func:`start_stand_in` and ``gpulab kind up`` (with ``GPULAB_HOME=home``) left running."""
+    pid_file = home / "kind" / "gpulab" / "gpustack.pid"
+    if pid_file.exists() and _alive(int(pid_file.read_text())):
+        os.kill(int(pid_file.read_text()), signal.SIGTERM)
+    os.environ["GPULAB_HOME"] = str(tmp_path / "standin")
+    try:
+        lifecycle.reset("gpulab")
+    finally:
+        os.environ.pop("GPULAB_HOME")
 
 
 def _alive(pid: int) -> bool:
