@@ -32,7 +32,6 @@ import os
 import platform
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -130,12 +129,12 @@ def _cluster_cost(tmp: Path, lab: str, rounds: int = 5) -> dict:
     """Mean wall seconds and server CPU seconds of one submission's cluster (start, then remove): forked from the
     fork server as grading does (a copy of the lab's template when the lab has starting steps), and as a fresh
     ``python -m gpulab.embedded`` with the steps applied."""
+    from gpulab.cluster.lifecycle import proc_stat
     from gpulab.grading.clusters import build_template, start_cluster
     from gpulab.grading.forkserver import ForkServer
 
     def server_cpu(pid: int) -> float:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+        fields = proc_stat(pid)          # utime and stime, fields 14 and 15 of /proc/PID/stat
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     figures = {}

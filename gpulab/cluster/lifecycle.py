@@ -47,23 +47,32 @@ def _pid(name: str) -> int | None:
     return pid if _alive(pid) else None
 
 
-def _alive(pid: int) -> bool:
-    """True while the process runs; a zombie (exited, not yet reaped) counts as gone and is reaped if ours."""
+def proc_stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (the state first), None when unreadable; an exited
+    child of ours is reaped first, so it reads as gone rather than as a zombie."""
     try:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+            return f.read().rsplit(")", 1)[1].split()
     except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
+        return None
+
+
+def _alive(pid: int) -> bool:
+    """True while the process runs; a zombie (exited, not yet reaped) counts as gone and is reaped if ours."""
+    fields = proc_stat(pid)
+    if fields is not None:
+        return fields[0] != "Z"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
         return True
+    return True
 
 
 def is_running(name: str) -> bool:

@@ -50,16 +50,8 @@ _HOME_LOCK = threading.Lock()           # lifecycle reads GPULAB_HOME from the e
 def _start_ticks(pid: int) -> str | None:
     """The start time in clock ticks (/proc/PID/stat field 22) of a live process (pid plus this name one
     process); None once it has exited. An exited child of ours is reaped, as ``lifecycle`` does."""
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return None if fields[0] == "Z" else fields[19]
+    fields = lifecycle.proc_stat(pid)
+    return None if fields is None or fields[0] == "Z" else fields[19]
 
 
 @dataclass

@@ -10,6 +10,7 @@ PNG for the widget, so it behaves the same under any matplotlib backend.
 from __future__ import annotations
 
 import io
+from functools import cache
 
 from ..gpustack import latency
 from ..gpustack.hardware import gpu_model
@@ -54,6 +55,7 @@ def latency_figure(*, model: str = "H200", request_ms: float | None = None, duty
     return fig
 
 
+@cache
 def _notebook_figure_class():
     """A matplotlib Figure that IPython displays as a PNG (a plain Figure prints as ``<Figure size ...>``
     unless ``%matplotlib inline`` registered a formatter for it)."""
