@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from .gofmt import go_quote, go_v
+
 # field.ErrorType -> (cause reason, message prefix); field/errors.go
 _FIELD_ERROR_TYPES = {
     "FieldValueNotFound": "Not found",
@@ -30,13 +32,12 @@ _OMIT = object()
 
 
 def _format_value(value: Any) -> str:
-    """field.Error's value rendering: strings quoted, numbers and bools bare, the rest as encoding/json writes it."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
+    """field.Error's value rendering: strings %q, numbers and bools %v, the rest as encoding/json writes a struct
+    (fields in their order, so not :func:`gofmt.go_json`, which sorts map keys)."""
+    if isinstance(value, (bool, int, float)):
+        return go_v(value)
     if isinstance(value, str):
-        return orjson.dumps(value).decode()
+        return go_quote(value)
     if value is None:
         return "null"
     # encoding/json escapes these even inside strings (HTMLEscape and the JS line separators).
@@ -86,7 +87,8 @@ def forbidden(path: str, detail: str) -> FieldError:
 
 
 def not_supported(path: str, value: Any, valid: list[str]) -> FieldError:
-    detail = "supported values: " + ", ".join(orjson.dumps(v).decode() for v in valid) if valid else ""
+    # each as strconv.Quote(fmt.Sprint(v))
+    detail = "supported values: " + ", ".join(go_quote(go_v(v)) for v in valid) if valid else ""
     return FieldError("FieldValueNotSupported", path, value, detail)
 
 

@@ -20,10 +20,11 @@ template without ``range``/``end`` needs; those two keywords raise
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from .gofmt import go_float, go_json
 
 __all__ = ["JSONPath", "JSONPathError", "go_text"]
 
@@ -492,80 +493,14 @@ class JSONPath:
 
 
 # --- printing (PrintResults) ------------------------------------------------
-def _shortest_digits(f: float) -> tuple[str, int]:
-    """The shortest round-tripping decimal digits of abs(f) and the decimal point's position."""
-    mantissa, _, exponent = repr(abs(f)).partition("e")
-    whole, _, frac = mantissa.partition(".")
-    digits, point = whole + frac, len(whole) + int(exponent or 0)
-    stripped = digits.lstrip("0")
-    point -= len(digits) - len(stripped)
-    return stripped.rstrip("0"), point
-
-
-def _format_e(digits: str, point: int) -> str:
-    exp = point - 1
-    mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-    return f"{mantissa}e{'+' if exp >= 0 else '-'}{abs(exp):02d}"
-
-
-def _format_f(digits: str, point: int) -> str:
-    whole = digits[:point].ljust(point, "0") if point > 0 else "0"
-    frac = digits[point:] if point >= 0 else "0" * -point + digits
-    return whole + ("." + frac if frac else "")
-
-
-def _go_float(f: float) -> str:
-    """fmt.Fprint of a float64 (%v: strconv 'g', shortest, exponent from 1e-5 and from 1e+06)."""
-    if f == 0:
-        return "-0" if str(f).startswith("-") else "0"
-    digits, point = _shortest_digits(f)
-    exp = point - 1
-    text = _format_e(digits, point) if exp < -4 or exp >= 6 else _format_f(digits, point)
-    return ("-" if f < 0 else "") + text
-
-
-def _go_json_float(f: float) -> str:
-    """encoding/json's float64: fixed notation, exponent below 1e-6 and from 1e21 (e-07 cleaned to e-7)."""
-    if f == 0:
-        return "-0" if str(f).startswith("-") else "0"
-    digits, point = _shortest_digits(f)
-    if abs(f) < 1e-6 or abs(f) >= 1e21:
-        text = _format_e(digits, point)
-        text = re.sub(r"e-0(\d)$", r"e-\1", text)
-    else:
-        text = _format_f(digits, point)
-    return ("-" if f < 0 else "") + text
-
-
-_HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-
-
-def _go_json(value: Any) -> str:
-    """json.Marshal: map keys sorted, HTML characters escaped, Go's number formats."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _go_json_float(value)
-    if isinstance(value, str):
-        text = json.dumps(value, ensure_ascii=False)
-        return "".join(_HTML_ESCAPES.get(ch, ch) for ch in text)
-    if isinstance(value, list):
-        return "[" + ",".join(_go_json(v) for v in value) + "]"
-    return "{" + ",".join(f"{_go_json(k)}:{_go_json(value[k])}" for k in sorted(value)) + "}"
-
-
 def go_text(value: Any) -> str:
     """How PrintResults writes one found value: maps and lists as JSON, ``<no value>`` for null."""
     if isinstance(value, (dict, list)):
-        return _go_json(value)
+        return go_json(value)
     if value is None:
         return "<no value>"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return _go_float(value)
+        return go_float(value)
     return str(value)

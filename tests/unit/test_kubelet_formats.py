@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from gpulab.cluster.errors import ApiError
+from gpulab.cluster.gofmt import rfc3339_nano
 from gpulab.cluster.kubelet.backoff import Backoff
-from gpulab.cluster.kubelet.goformat import go_duration, rfc3339_nano
 from gpulab.cluster.kubelet.images import InvalidReference, PullError, default_catalog, parse_reference
 from gpulab.cluster.kubelet.logs import container_id_for_logs
 from gpulab.cluster.kubelet.podstatus import get_phase
@@ -62,12 +62,6 @@ def test_pull_errors_per_registry():
         CATALOG.resolve(parse_reference("localhost:5000/app:1"))
     assert str(err.value).endswith('failed to do request: Head "https://localhost:5000/v2/app/manifests/1": dial tcp '
                                    "127.0.0.1:5000: connect: connection refused")
-
-
-@pytest.mark.parametrize("seconds,text", [(0, "0s"), (0.313, "313ms"), (1.393, "1.393s"), (10, "10s"), (80, "1m20s"),
-                                          (300, "5m0s"), (3600, "1h0m0s"), (0.0000015, "1.5µs")])
-def test_go_durations(seconds, text):
-    assert go_duration(seconds) == text
 
 
 def test_rfc3339_nano_trims_trailing_zeros():

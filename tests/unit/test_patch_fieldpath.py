@@ -2,7 +2,7 @@
 import pytest
 
 from gpulab.cluster.patch.fieldpath import FieldSet, PathElement, field, key_element, path_string
-from gpulab.cluster.patch.go_text import go_float, go_v
+from gpulab.cluster.gofmt import go_float, go_v
 
 CONTAINER = key_element({"name": "cuda"})
 PORT = key_element({"protocol": "TCP", "containerPort": 8000})

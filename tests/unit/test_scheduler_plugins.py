@@ -46,10 +46,6 @@ def test_event_messages_are_truncated_to_the_note_length_limit():
     assert status.truncate_message("short") == "short"
 
 
-def test_go_duration_strings():
-    assert [status.go_duration(s) for s in (10, 60, 90, 3600, 1.5)] == ["10s", "1m0s", "1m30s", "1h0m0s", "1.5s"]
-
-
 # --- requests ------------------------------------------------------------------
 def test_pod_requests_take_the_max_of_init_containers_and_the_sum_of_containers():
     # The example in the comment of computePodResourceRequest (noderesources/fit.go).

@@ -14,7 +14,7 @@ import yaml
 
 from gpulab.cluster.registry import Registry
 from gpulab.cluster.validation import strict
-from gpulab.cluster.validation.structural_gofmt import go_plus_v
+from gpulab.cluster.gofmt import go_v
 
 PODGROUP_CRD = Path(__file__).resolve().parents[2] / "gpulab/cluster/crds/scheduling.x-k8s.io_podgroups.yaml"
 
@@ -133,7 +133,7 @@ def test_custom_resource_reports_decoder_duplicates_then_pruned_fields(registry)
 
 def test_patch_error_is_a_422_on_the_patch_field():
     patch = {"spec": {"replicas": 2, "foo": "x"}}
-    err = strict.strict_patch_error(['unknown field "spec.foo"'], go_plus_v(patch))
+    err = strict.strict_patch_error(['unknown field "spec.foo"'], go_v(patch))
     assert (err.code, err.reason) == (422, "Invalid")
     assert err.message == (' "" is invalid: patch: Invalid value: "map[spec:map[foo:x replicas:2]]": '
                            'strict decoding error: unknown field "spec.foo"')

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import bad_request
+from ..gofmt import rfc3339_nano
 from ..objects import parse_time
-from .goformat import rfc3339_nano
 
 if TYPE_CHECKING:
     from .agent import Kubelet

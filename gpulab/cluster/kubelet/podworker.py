@@ -17,12 +17,12 @@ import secrets
 from typing import TYPE_CHECKING
 
 from ..errors import ApiError
+from ..gofmt import go_duration, truncate_ms
 from ..objects import parse_time, rfc3339
 from . import devices, podstatus
 from .admission import Rejection, admit
 from .containerenv import (ContainerConfigError, MountError, container_argv, container_env, container_files,
                            pod_hostname, volume_files)
-from .goformat import go_duration, truncate_ms
 from .images import Image, ImageReference, InvalidReference, PullError, parse_reference
 from .process import Process
 from .shell import World

@@ -15,7 +15,7 @@ import json
 from ..errors import ApiError, bad_request
 from ..objects import clone
 from .fieldpath import path_string
-from .go_text import go_json, go_quote, json_kind
+from ..gofmt import go_json, go_quote, json_kind
 from .managed_fields import (BEFORE_FIRST_APPLY, STRIPPED, DecodeError, Managed, comparable_for, decode,
                              empty_object, identifier, parse_identifier, record_write, reset_fields,
                              set_managed_fields)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 
-from .go_text import go_float, go_json, go_quote
+from ..gofmt import go_float, go_json, go_quote
 
 _TYPE_RANK = {"f": 0, "k": 1, "v": 2, "i": 3}
 

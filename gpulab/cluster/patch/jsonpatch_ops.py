@@ -21,7 +21,7 @@ from jsonpointer import JsonPointerException
 
 from ..errors import ApiError, bad_request
 from ..objects import clone
-from .go_text import go_json, json_kind
+from ..gofmt import go_json, json_kind
 from .patch_errors import undecodable, unprocessable
 
 MAX_OPERATIONS = 10000   # maxJSONPatchOperations

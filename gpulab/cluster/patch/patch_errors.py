@@ -12,7 +12,7 @@ constructors for these shapes.
 from __future__ import annotations
 
 from ..errors import ApiError
-from .go_text import go_json, go_quote, json_kind
+from ..gofmt import go_json, go_quote, json_kind
 
 UNPROCESSABLE_MESSAGE = "the server rejected our request due to an error in our request"
 

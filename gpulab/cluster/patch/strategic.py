@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ..errors import ApiError, bad_request
 from ..objects import clone
 from .go_sort import slice_stable
-from .go_text import go_s, go_type, go_v, json_kind
+from ..gofmt import go_s, go_type, go_v, json_kind
 from .patch_errors import internal, unprocessable
 from .schema_walk import DEDUCED, Node, root_node
 from .typed_decode import decode_like_go

@@ -20,6 +20,7 @@ import logging
 from typing import Iterator
 
 from ..errors import ApiError
+from ..gofmt import go_duration
 from ..objects import rfc3339
 from . import preemption
 from .cache import SchedulerCache
@@ -31,8 +32,7 @@ from .plugins import (defaultpreemption, dynamicresources, nodeaffinity, noderes
 from .plugins.events import ADD, DELETE, NODE, POD, POD_GROUP, UPDATE, ClusterEvent, node_update_changes
 from .podinfo import PodInfo, is_terminal
 from .queue import FLUSH_UNSCHEDULABLE_INTERVAL, QueuedPodInfo, SchedulingQueue
-from .status import (ERROR, NO_NODES_AVAILABLE_ERROR, SUCCESS, UNSCHEDULABLE, Status, fit_error_message,
-                     go_duration, truncate_message)
+from .status import ERROR, NO_NODES_AVAILABLE_ERROR, SUCCESS, UNSCHEDULABLE, Status, fit_error_message, truncate_message
 
 log = logging.getLogger("gpulab.scheduler")
 

@@ -5,8 +5,7 @@ a learner reads in ``kubectl describe pod``: ``fwk.Status`` codes and reasons
 (staging/src/k8s.io/kube-scheduler/framework/interface.go), ``FitError.Error()``
 (pkg/scheduler/framework/types.go: ``0/N nodes are available: ...``),
 ``truncateMessage`` (pkg/scheduler/schedule_one.go, 1024 characters as
-``validation.NoteLengthLimit``) and Go's ``time.Duration`` printing, which the
-Permit timeout message embeds.
+``validation.NoteLengthLimit``).
 """
 from __future__ import annotations
 
@@ -70,18 +69,3 @@ def truncate_message(message: str) -> str:
     suffix = " ..."
     return message[:NOTE_LENGTH_LIMIT - len(suffix)] + suffix
 
-
-def go_duration(seconds: float) -> str:
-    """Go's time.Duration.String() for whole or fractional seconds: 10s, 1m0s, 1h30m0s, 1.5s."""
-    if seconds == 0:
-        return "0s"
-    negative = seconds < 0
-    seconds = abs(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    text = f"{secs:.9f}".rstrip("0").rstrip(".") + "s"
-    if hours:
-        text = f"{int(hours)}h{int(minutes)}m{text}"
-    elif minutes:
-        text = f"{int(minutes)}m{text}"
-    return ("-" if negative else "") + text

@@ -15,6 +15,7 @@ import orjson
 import yaml
 
 from ..errors import ApiError, bad_request, unsupported_media_type
+from ..gofmt import go_quote
 from . import protobuf
 
 try:  # libyaml when present: several times faster on big manifests
@@ -170,7 +171,7 @@ def _go_quote_char(ch: str) -> str:
         return "'\\''"
     if ch == '"':
         return "'\"'"
-    quoted = json.dumps(ch)[1:-1]
+    quoted = go_quote(ch)[1:-1]
     return f"'{quoted}'"
 
 

@@ -32,7 +32,7 @@ import orjson
 
 from ..errors import ApiError, bad_request
 from ..registry import ResourceType
-from ..validation.structural_gofmt import go_quote
+from ..gofmt import go_quote
 
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 PREFIX = b"k8s\x00"

@@ -19,11 +19,12 @@ import copy
 from urllib.parse import urlparse
 
 from ..errors import FieldError
-from . import structural_gofmt as gofield
+from ..gofmt import go_quote
+from . import gofield
 from .formats import is_dns1035_label, is_dns1123_subdomain, name_is_dns_subdomain
+from .gofield import GoText
 from .meta import validate_object_meta
 from .path import Path
-from .structural_gofmt import GoText, go_quote
 from .structural_schema import validate_version_schema
 
 API_APPROVED_ANNOTATION = "api-approved.kubernetes.io"

@@ -27,9 +27,10 @@ from typing import Any
 import orjson
 
 from ..errors import FieldError
+from ..gofmt import go_v
 from ..registry import ResourceType
 from . import structural_decode as decode
-from . import structural_gofmt as gofield
+from . import gofield
 from . import structural_openapi
 from .formats import name_is_dns_subdomain
 from .meta import validate_object_meta, validate_object_meta_update
@@ -260,14 +261,14 @@ def _nested_int64(obj: dict, json_path: str) -> tuple[int, str | None]:
         if value is None:
             return 0, None
         if not isinstance(value, dict):
-            return 0, (f".{'.'.join(fields[:i + 1])} accessor error: {gofield.go_plus_v(value)} is of the type "
+            return 0, (f".{'.'.join(fields[:i + 1])} accessor error: {go_v(value)} is of the type "
                        f"{_GO_TYPE_NAMES[type(value)]}, expected map[string]interface{{}}")
         if name not in value:
             return 0, None
         value = value[name]
     if isinstance(value, int) and not isinstance(value, bool):
         return value, None
-    return 0, (f".{'.'.join(fields)} accessor error: {gofield.go_plus_v(value)} is of the type "
+    return 0, (f".{'.'.join(fields)} accessor error: {go_v(value)} is of the type "
                f"{_GO_TYPE_NAMES[type(value)]}, expected int64")
 
 

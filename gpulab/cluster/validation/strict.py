@@ -21,10 +21,11 @@ from typing import Any
 
 from .. import schema
 from ..errors import ApiError
+from ..gofmt import go_quote
 from ..registry import ResourceType
 from . import custom
 from . import structural_decode as decode
-from . import structural_gofmt as gofield
+from . import gofield
 
 
 def unknown_fields(rt: ResourceType, obj: dict) -> list[str]:
@@ -73,15 +74,15 @@ def strict_decoding_error(messages: list[str], *, kind: str = "", version: str =
     """400 BadRequest ``<Kind> in version "<v>" cannot be handled as a <Kind>: strict decoding error: ...``."""
     text = "strict decoding error: " + ", ".join(messages)
     if kind:
-        text = f"{kind} in version {gofield.go_quote(version)} cannot be handled as a {kind}: {text}"
+        text = f"{kind} in version {go_quote(version)} cannot be handled as a {kind}: {text}"
     return ApiError(400, "BadRequest", text)
 
 
 def strict_patch_error(messages: list[str], patched: str) -> ApiError:
     """422 for a JSON/merge patch whose result has unknown fields: errors.NewInvalid(schema.GroupKind{}, "", ...).
 
-    ``patched`` is the patched object's JSON (JSON and merge patches) or ``go_plus_v(patch)`` (strategic merge
-    patch, whose messages upstream sorts first).
+    ``patched`` is the patched object's JSON (JSON and merge patches) or the ``%+v`` of the patch
+    (``gofmt.go_v``: strategic merge patch, whose messages upstream sorts first).
     """
     err = gofield.invalid("patch", patched, "strict decoding error: " + ", ".join(messages))
     return ApiError(422, "Invalid", f' "" is invalid: {err}',

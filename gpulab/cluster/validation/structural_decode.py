@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .. import schema
-from .structural_gofmt import go_quote
+from ..gofmt import go_quote
 
 MAX_STRICT_ERRORS = 100  # kubernetes_patch.go saveStrictError
 UNKNOWN = "unknown field"

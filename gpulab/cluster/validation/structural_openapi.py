@@ -24,9 +24,9 @@ from typing import Any
 
 import orjson
 
+from ..gofmt import go_float, go_quote, go_v
+from . import gofield
 from . import structural_formats as formats
-from . import structural_gofmt as gofield
-from .structural_gofmt import go_float, go_quote, go_v
 
 IN = "body"
 

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ..errors import FieldError
-from . import structural_gofmt as gofield
+from . import gofield
 from . import structural_openapi
 from .custom import prune
 from .path import Path
