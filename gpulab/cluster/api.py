@@ -2,11 +2,14 @@
 
 The HTTP server translates requests into calls on :class:`Api`; the scheduler,
 node agent and controllers call it directly, as kube-controller-manager uses a
-loopback client. Behaviour follows the generic registry store of
+loopback client. :class:`Api` is the generic registry store of
 staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go (create,
-update, graceful deletion, finalizers, preconditions, generation) and the
-per-kind strategies in pkg/registry/*; the pure behaviour (defaulting,
-validation, patching, printing) lives in sibling modules.
+update, graceful deletion, finalizers, preconditions, resourceVersion) with
+the request handlers' steps around it (decoding, field validation,
+managedFields); whatever differs between kinds it asks the kind's strategy
+(:mod:`gpulab.cluster.kinds`, the pkg/registry/<group>/<kind>/strategy.go of
+each), and the pure behaviour (defaulting, validation, patching, printing)
+lives in sibling modules.
 """
 from __future__ import annotations
 
@@ -16,24 +19,21 @@ import uuid
 import orjson
 from typing import Callable
 
-from . import conversion, defaults, validation
-from .errors import (ApiError, already_exists, bad_request, conflict, forbidden_error, invalid_object, not_found,
-                     FieldError, internal)
-from .objects import clone, random_suffix, rfc3339, rfc3339_micro
+from . import conversion, kinds
+from .errors import (ApiError, already_exists, bad_request, conflict, forbidden_error, internal, invalid_object,
+                     not_found)
+from .kinds import strategy_for
+from .kinds.strategy import Strategy, validate_create, validate_update
+from .objects import clone, random_suffix, rfc3339
 from .patch import (apply_json_patch, apply_merge_patch, apply_strategic_merge_patch, decode_like_go,
                     server_side_apply, update_managed_fields)
 from .registry import Registry, ResourceType
-from .selectors import exact_field, matches_fields, matches_labels, parse_field_selector, parse_label_selector
+from .selectors import (OBJECT_META_FIELDS, FieldRequirement, exact_field, matches_fields, matches_labels,
+                        parse_field_selector, parse_label_selector)
 from .store import Change, Store
-from .validation import custom as custom_validation
-from .validation import crd as crd_validation
 from .validation import strict
 
-# Kinds whose objects get metadata.generation (their strategies set it on create and bump it on spec changes).
-_GENERATION_KINDS = {"pods", "deployments.apps", "replicasets.apps", "daemonsets.apps", "jobs.batch",
-                     "customresourcedefinitions.apiextensions.k8s.io", "poddisruptionbudgets.policy"}
-# Kinds whose DELETE returns the object rather than a Status (ReturnDeletedObject in their REST storage).
-_RETURNS_DELETED_OBJECT = {"pods", "services", "serviceaccounts"}
+_CRDS = "customresourcedefinitions.apiextensions.k8s.io"
 _MAX_OBJECT_BYTES = 1_572_864 + 128 * 1024  # etcd's request size limit (1.5 MiB) plus envelope
 
 
@@ -47,13 +47,13 @@ class Api:
         self.log_provider: Callable[[dict, str, dict], str] | None = None
         self._subscribers: dict[str, list[Callable[[str, dict, dict | None], None]]] = {}
         self._event_index: dict[tuple, tuple[str, str]] = {}
-        self._ip_counter = 0
         store.listen(self._dispatch)
         store.add_index("pods", "spec.nodeName", lambda p: (p.get("spec") or {}).get("nodeName") or None)
         store.add_index("events", "involvedObject.uid", lambda e: (e.get("involvedObject") or {}).get("uid"))
-        for crd in store.list("customresourcedefinitions.apiextensions.k8s.io"):
-            if _established(crd):
-                self.registry.add_crd(crd)
+        self._context = _StrategyContext(self)
+        crds = self.strategy(self.registry.by_key(_CRDS))
+        for crd in store.list(_CRDS):  # the registry serves what the stored definitions define
+            crds.before_store(crd, self.registry)
 
     # --- resource lookup --------------------------------------------------
     def rt(self, key: str | ResourceType) -> ResourceType:
@@ -66,6 +66,11 @@ class Api:
 
     def _storage_rt(self, rt: ResourceType) -> ResourceType:
         return self.registry.by_key(rt.storage_key) if rt.storage_alias else rt
+
+    @staticmethod
+    def strategy(rt: ResourceType) -> Strategy:
+        """The strategy of ``rt``'s kind (see :mod:`gpulab.cluster.kinds`)."""
+        return strategy_for(rt)
 
     # --- reads ------------------------------------------------------------
     def get(self, key, name: str, namespace: str | None = None) -> dict:
@@ -86,8 +91,7 @@ class Api:
         rt = self.rt(key)
         labels = parse_label_selector(label_selector) if isinstance(label_selector, str) or label_selector is None \
             else label_selector
-        extra = tuple((f.get("jsonPath") or "").lstrip(".") for f in (rt.crd or {}).get("selectableFields") or ())
-        fields = parse_field_selector(field_selector, rt.storage_key, extra) \
+        fields = self.field_selector(rt, field_selector) \
             if isinstance(field_selector, str) or field_selector is None else field_selector
         ns = namespace if rt.namespaced else None
         node = exact_field(fields, "spec.nodeName") if rt.storage_key == "pods" else None
@@ -119,6 +123,14 @@ class Api:
             out.append(served)
         return out
 
+    def field_selector(self, rt: ResourceType, text: str | None) -> list[FieldRequirement]:
+        """A field selector over ``rt``'s objects, with the fields its kind can select by (400 for others)."""
+        return parse_field_selector(text, {**OBJECT_META_FIELDS, **self.strategy(rt).selectable_fields})
+
+    def table(self, rt: ResourceType, objects: list[dict], *, include_object: str = "Metadata") -> dict:
+        """The ``meta.k8s.io/v1`` Table of ``objects`` as their kind's printer renders them now."""
+        return kinds.table(rt, objects, now=self.clock(), include_object=include_object)
+
     @property
     def resource_version(self) -> str:
         return str(self.store.rv)
@@ -142,18 +154,14 @@ class Api:
                dry_run: bool = False, field_validation: str = "Ignore", warnings: list | None = None,
                raw: bytes | None = None) -> dict:
         rt = self.rt(key)
-        if rt.storage_key == "events" and rt.storage_alias:
-            storage_rt = self._storage_rt(rt)
-        else:
-            storage_rt = rt
+        storage_rt = self._storage_rt(rt)
         obj = clone(obj)
         self._check_kind(rt, obj)
         meta = obj.setdefault("metadata", {}) or {}
         obj["metadata"] = meta
         ns = self._request_namespace(rt, meta, namespace)
         self._check_fields(rt, obj, field_validation, warnings, raw)
-        if rt.crd is not None:
-            custom_validation.prune_and_default(rt, obj)
+        self.strategy(rt).decode(obj)
         if not meta.get("name"):
             if meta.get("generateName"):
                 meta["name"] = meta["generateName"] + random_suffix()
@@ -166,28 +174,29 @@ class Api:
             meta.pop("namespace", None)
         for k in ("uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             meta.pop(k, None)
+        strategy = self.strategy(storage_rt)
+        strategy.default(obj)
+        strategy.admit_create(obj, self._context)
         now = self.clock()
         meta["creationTimestamp"] = rfc3339(now)
-        self._prepare_for_create(storage_rt, obj)
-        defaults.apply_defaults(storage_rt, obj)
-        defaults.admit_create(storage_rt, obj, self._lookup, self.store.list)
         meta["uid"] = str(uuid.uuid4())
-        if storage_rt.key == "jobs.batch":
-            defaults.job_prepare_for_create(obj)
-        errs = validation.validate_create(storage_rt, obj)
+        strategy.prepare_for_create(obj, self._context)
+        errs = validate_create(strategy, obj)
         if errs:
             raise invalid_object(storage_rt.kind, storage_rt.group, meta.get("name", ""), errs)
+        if warnings is not None:
+            warnings.extend(strategy.warnings_on_create(obj))
         self._check_size(obj)
         name = meta["name"]
         if self.store.get(storage_rt.storage_key, ns if rt.namespaced else "", name) is not None:
             raise already_exists(rt.plural, rt.group, name)
         if manager:
             obj = update_managed_fields(None, obj, storage_rt, manager=manager, operation="Update",
-                                        subresource=None, now=rfc3339(now))
+                                        subresource=None, now=rfc3339(now), reset=strategy.reset_fields(None))
         if dry_run:
             obj["metadata"]["resourceVersion"] = ""
             return conversion.from_storage(rt, obj)
-        self._before_store(storage_rt, obj, None)
+        strategy.before_store(obj, self.registry)
         stored = self._store_put(storage_rt, obj, None)
         return conversion.from_storage(rt, stored)
 
@@ -235,51 +244,6 @@ class Api:
         if warnings is not None:
             warnings.extend(messages)
 
-    def _lookup(self, key: str, name: str, namespace: str = "") -> dict | None:
-        return self.store.get(key, namespace, name)
-
-    def _prepare_for_create(self, rt: ResourceType, obj: dict) -> None:
-        """The strategies' PrepareForCreate: what a client may not set on create."""
-        key = rt.key
-        if key in _GENERATION_KINDS or rt.crd is not None:
-            obj["metadata"]["generation"] = 1
-        if key == "pods":
-            obj["status"] = {"phase": "Pending"}
-            if (obj.get("spec") or {}).get("schedulingGates"):
-                # pkg/registry/core/pod/strategy.go applySchedulingGatedCondition
-                obj["status"]["conditions"] = [{
-                    "type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
-                    "message": "Scheduling is blocked due to non-empty scheduling gates", "lastProbeTime": None,
-                    "lastTransitionTime": rfc3339(self.clock()), "observedGeneration": 1}]
-        elif key == "namespaces":
-            obj.setdefault("spec", {})["finalizers"] = ["kubernetes"]
-            obj["status"] = {"phase": "Active"}
-        elif key == "services":
-            self._allocate_cluster_ip(obj)
-        elif key == "customresourcedefinitions.apiextensions.k8s.io":
-            crd_validation.crd_defaults(obj)
-            obj["status"] = crd_validation.crd_established_status(obj, rfc3339(self.clock()))
-        elif rt.crd is not None and "status" in ((rt.crd.get("subresources") or {})):
-            obj.pop("status", None)
-        elif key in ("deployments.apps", "replicasets.apps", "daemonsets.apps", "jobs.batch",
-                     "poddisruptionbudgets.policy"):
-            obj["status"] = {}
-
-    def _allocate_cluster_ip(self, obj: dict) -> None:
-        spec = obj.setdefault("spec", {})
-        if spec.get("type") == "ExternalName" or spec.get("clusterIP") == "None":
-            return
-        if not spec.get("clusterIP"):
-            used = {(s.get("spec") or {}).get("clusterIP") for s in self.store.list("services")}
-            while True:
-                self._ip_counter += 1
-                n = self._ip_counter
-                ip = f"10.96.{n // 254}.{n % 254 + 1}"
-                if ip not in used:
-                    break
-            spec["clusterIP"] = ip
-        spec.setdefault("clusterIPs", [spec["clusterIP"]])
-
     @staticmethod
     def _check_size(obj: dict) -> None:
         size = len(orjson.dumps(obj))
@@ -304,15 +268,16 @@ class Api:
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise conflict(rt.plural, rt.group, name,
                            "the object has been modified; please apply your changes to the latest version and try again")
-        if rt.crd is not None:
-            custom_validation.prune_and_default(rt, obj)
+        self.strategy(rt).decode(obj)
         new = conversion.to_storage(rt, obj, self._storage_rt(rt))
         return conversion.from_storage(rt, self._update_from(self._storage_rt(rt), old, new, subresource, manager,
                                                              dry_run=dry_run))
 
     def _update_from(self, rt: ResourceType, old: dict, new: dict, subresource: str | None, manager: str | None,
                      *, operation: str = "Update", dry_run: bool = False, managed_done: bool = False) -> dict:
-        """Shared tail of update and patch: strategy rules, validation, no-op detection, deletion on empty finalizers."""
+        """Shared tail of update and patch: the strategy's rules, validation, no-op detection, deletion on empty
+        finalizers."""
+        strategy = self.strategy(rt)
         meta = new.setdefault("metadata", {})
         ometa = old["metadata"]
         for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
@@ -323,46 +288,24 @@ class Api:
         meta["name"], meta["resourceVersion"] = ometa["name"], ometa["resourceVersion"]
         if rt.namespaced:
             meta["namespace"] = ometa.get("namespace", "")
-        has_status = "status" in rt.subresources or (rt.crd is not None and "status" in (rt.crd.get("subresources") or {}))
+        record = manager and not managed_done
         if subresource == "status":
-            # The status strategies' PrepareForUpdate: spec comes from the stored object. Built-in kinds keep
-            # the request's labels and annotations (a Deployment keeps its labels); custom resources change only
-            # status (apiextensions-apiserver's statusStrategy).
-            requested = new
-            new = {**clone(old), "status": requested.get("status")}
-            if new["status"] is None:
-                new.pop("status")
-            if rt.crd is None:
-                rmeta = requested.get("metadata") or {}
-                for field in ("annotations",) if rt.key == "deployments.apps" else ("labels", "annotations"):
-                    if rmeta.get(field):
-                        new["metadata"][field] = rmeta[field]
-                    else:
-                        new["metadata"].pop(field, None)
-            meta = new["metadata"]
-            if manager and not managed_done:
+            # A status write keeps everything else of the stored object before its fields are recorded.
+            new = strategy.prepare_for_update(new, old, subresource)
+            if record:
                 new = update_managed_fields(old, new, rt, manager=manager, operation=operation,
-                                            subresource="status", now=rfc3339(self.clock()))
+                                            subresource=subresource, now=rfc3339(self.clock()),
+                                            reset=strategy.reset_fields(subresource))
         else:
-            if has_status:
-                if "status" in old:
-                    new["status"] = clone(old["status"])
-                else:
-                    new.pop("status", None)
-            if rt.key == "namespaces":
-                new["spec"] = clone(old.get("spec") or {}) if subresource != "finalize" else new.get("spec", {})
-            defaults.apply_defaults(rt, new)
-            if manager and not managed_done:
+            strategy.default(new)
+            if record:
                 new = update_managed_fields(old, new, rt, manager=manager, operation=operation,
-                                            subresource=subresource, now=rfc3339(self.clock()))
-            if (rt.key in _GENERATION_KINDS or rt.crd is not None) and _spec_changed(old, new):
-                new["metadata"]["generation"] = int(ometa.get("generation", 1)) + 1
-        if subresource is None:
-            defaults.admit_update(rt, new)
-        if subresource != "status":
-            defaults.prepare_for_update(rt, new, old)
-        errs = (validation.validate_status_update(rt, new, old) if subresource == "status"
-                else validation.validate_update(rt, new, old))
+                                            subresource=subresource, now=rfc3339(self.clock()),
+                                            reset=strategy.reset_fields(subresource))
+            if subresource is None:
+                strategy.admit_update(new, self._context)
+            new = strategy.prepare_for_update(new, old, subresource)
+        errs = validate_update(strategy, new, old, subresource)
         if errs:
             raise invalid_object(rt.kind, rt.group, ometa["name"], errs)
         self._check_size(new)
@@ -370,9 +313,9 @@ class Api:
             return old
         if dry_run:
             return new
-        self._before_store(rt, new, old)
+        strategy.before_store(new, self.registry)
         nmeta = new["metadata"]
-        if nmeta.get("deletionTimestamp") and not nmeta.get("finalizers") and _deletion_complete(rt, new):
+        if nmeta.get("deletionTimestamp") and not nmeta.get("finalizers") and strategy.deletion_complete(new):
             return self._remove(rt, new)
         return self._store_put(rt, new, old)
 
@@ -405,8 +348,7 @@ class Api:
         nmeta = new.setdefault("metadata", {})
         if nmeta.get("name", name) != name:
             raise bad_request(f'the name of the object ({nmeta.get("name")}) does not match the name on the URL ({name})')
-        if rt.crd is not None:
-            custom_validation.prune_and_default(rt, new)
+        self.strategy(rt).decode(new)
         rv = nmeta.get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise conflict(rt.plural, rt.group, name,
@@ -430,10 +372,12 @@ class Api:
         ameta["name"] = name
         self._check_fields(rt, applied, field_validation, warnings)
         now = rfc3339(self.clock())
+        strategy = self.strategy(rt)
         if old_stored is None:
             if subresource:
                 raise not_found(rt.plural, rt.group, name)
-            created = server_side_apply(None, applied, rt, manager=manager, force=force, now=now)
+            created = server_side_apply(None, applied, rt, manager=manager, force=force, now=now,
+                                        reset=strategy.reset_fields(None))
             # create() recomputes metadata; carry the apply's managedFields through.
             mf = created["metadata"].get("managedFields")
             obj = self.create(rt, created, ns or None, dry_run=dry_run, field_validation="Ignore")
@@ -444,9 +388,9 @@ class Api:
                 return conversion.from_storage(rt, self._store_put(self._storage_rt(rt), upd, stored))
             return obj
         old = conversion.from_storage(rt, old_stored)
-        new = server_side_apply(old, applied, rt, manager=manager, force=force, now=now, subresource=subresource)
-        if rt.crd is not None:
-            custom_validation.prune_and_default(rt, new)
+        new = server_side_apply(old, applied, rt, manager=manager, force=force, now=now, subresource=subresource,
+                                reset=strategy.reset_fields(subresource))
+        strategy.decode(new)
         stored_new = conversion.to_storage(rt, new, self._storage_rt(rt))
         result = self._update_from(self._storage_rt(rt), old_stored, stored_new, subresource, manager,
                                    operation="Apply", dry_run=dry_run, managed_done=True)
@@ -483,17 +427,15 @@ class Api:
             finalizers.append("orphan")
         elif propagation_policy == "Foreground" and "foregroundDeletion" not in finalizers:
             finalizers.append("foregroundDeletion")
-        grace = self._grace_period(storage_rt, old, grace_period_seconds)
+        strategy = self.strategy(storage_rt)
+        grace = strategy.grace_period(old, grace_period_seconds)
         now = self.clock()
-        pending = bool(finalizers) or grace > 0 or (storage_rt.key == "namespaces")
-        if storage_rt.key == "namespaces":
-            pending = bool((old.get("spec") or {}).get("finalizers")) or bool(finalizers)
-        if not pending:
+        if strategy.deletes_at_once(old, finalizers, grace):
             return self._finish_delete(rt, self._remove(storage_rt, new))
         if meta.get("deletionTimestamp"):
             # Already terminating: a shorter grace period may still shorten it (pods).
             cur = meta.get("deletionGracePeriodSeconds")
-            if grace == 0 and storage_rt.key == "pods" and not finalizers:
+            if grace == 0 and strategy.graceful_deletion and not finalizers:
                 return self._finish_delete(rt, self._remove(storage_rt, new))
             if cur is None or grace >= cur:
                 if finalizers != (meta.get("finalizers") or []):
@@ -504,24 +446,13 @@ class Api:
         meta["deletionGracePeriodSeconds"] = grace
         if finalizers:
             meta["finalizers"] = finalizers
-        if storage_rt.key == "namespaces":
-            new.setdefault("status", {})["phase"] = "Terminating"
-        if storage_rt.key in _GENERATION_KINDS or storage_rt.crd is not None:
+        strategy.prepare_for_delete(new)
+        if strategy.has_generation:
             meta["generation"] = int(meta.get("generation", 1)) + 1
         return conversion.from_storage(rt, self._store_put(storage_rt, new, old))
 
-    def _grace_period(self, rt: ResourceType, obj: dict, requested: int | None) -> int:
-        """Pods: graceful deletion as pkg/registry/core/pod/strategy.go CheckGracefulDeletion; others: 0."""
-        if rt.key != "pods":
-            return 0
-        spec, status = obj.get("spec") or {}, obj.get("status") or {}
-        if not spec.get("nodeName") or status.get("phase") in ("Failed", "Succeeded"):
-            return 0
-        period = int(requested) if requested is not None else int(spec.get("terminationGracePeriodSeconds", 30))
-        return 1 if period < 0 else period
-
     def _finish_delete(self, rt: ResourceType, removed: dict) -> dict:
-        if rt.storage_key in _RETURNS_DELETED_OBJECT:
+        if self.strategy(rt).returns_deleted_object:
             return conversion.from_storage(rt, removed)
         details = {"name": removed["metadata"]["name"], "kind": rt.plural, "uid": removed["metadata"]["uid"]}
         if rt.group:
@@ -562,7 +493,6 @@ class Api:
         generation = new["metadata"].get("generation")
         if generation is not None:
             next(c for c in status["conditions"] if c["type"] == "PodScheduled")["observedGeneration"] = generation
-        self._before_store(self.rt("pods"), new, old)
         return self._store_put(self.rt("pods"), new, old)
 
     def evict(self, namespace: str, pod_name: str, *, grace_period_seconds: int | None = None,
@@ -659,12 +589,6 @@ class Api:
         self._event_index[key] = (ns, created["metadata"]["name"])
 
     # --- internals --------------------------------------------------------
-    def _before_store(self, rt: ResourceType, new: dict, old: dict | None) -> None:
-        """Side effects of writes to special kinds: CRDs change what the registry serves."""
-        if rt.key == "customresourcedefinitions.apiextensions.k8s.io":
-            if not new["metadata"].get("deletionTimestamp"):
-                self.registry.add_crd(new)
-
     def _store_put(self, rt: ResourceType, obj: dict, old: dict | None) -> dict:
         obj["metadata"]["resourceVersion"] = str(self.store.next_rv())
         self.store.put(rt.storage_key, obj, old)
@@ -674,29 +598,25 @@ class Api:
         obj = clone(obj)
         obj["metadata"]["resourceVersion"] = str(self.store.next_rv())
         self.store.remove(rt.storage_key, obj)
-        if rt.key == "customresourcedefinitions.apiextensions.k8s.io":
-            self._drop_crd(obj)
-        if rt.storage_key == "events":
+        self.strategy(rt).after_remove(obj, self.registry, self.store)
+        if rt.storage_key == "events":  # the recorder's aggregation index
             self._event_index = {k: v for k, v in self._event_index.items() if v[1] != obj["metadata"]["name"]}
         return obj
 
-    def _drop_crd(self, crd: dict) -> None:
-        spec = crd["spec"]
-        key = f"{spec['names']['plural']}.{spec['group']}"
-        self.registry.remove_crd(crd["metadata"]["name"])
-        for obj in self.store.list(key):
-            gone = clone(obj)
-            gone["metadata"]["resourceVersion"] = str(self.store.next_rv())
-            self.store.remove(key, gone)
+class _StrategyContext:
+    """What strategies read through the API (see :class:`gpulab.cluster.kinds.strategy.Context`)."""
 
+    def __init__(self, api: Api):
+        self._api = api
 
-def _established(crd: dict) -> bool:
-    return not crd["metadata"].get("deletionTimestamp")
+    def lookup(self, key: str, name: str, namespace: str = "") -> dict | None:
+        return self._api.store.get(key, namespace, name)
 
+    def list(self, key: str) -> list[dict]:
+        return self._api.store.list(key)
 
-def _spec_changed(old: dict, new: dict) -> bool:
-    skip = ("metadata", "status", "apiVersion", "kind")
-    return {k: v for k, v in old.items() if k not in skip} != {k: v for k, v in new.items() if k not in skip}
+    def clock(self) -> float:
+        return self._api.clock()
 
 
 def _same_ignoring_managed_time(old: dict, new: dict) -> bool:
@@ -711,15 +631,3 @@ def _same_ignoring_managed_time(old: dict, new: dict) -> bool:
         return False
     drop_time = lambda mf: [{k: v for k, v in e.items() if k != "time"} for e in (mf or [])]  # noqa: E731
     return drop_time(om.get("managedFields")) == drop_time(nm.get("managedFields"))
-
-
-def _deletion_complete(rt: ResourceType, obj: dict) -> bool:
-    """Finalizers gone: delete now, unless a pod still waits for its kubelet (grace period not yet confirmed)."""
-    if rt.key == "pods":
-        # A pod on a node goes only once its kubelet confirmed (deleted it with grace 0), even when its
-        # phase is already terminal, so watchers see the final status before DELETED.
-        return not obj["metadata"].get("deletionGracePeriodSeconds")
-    if rt.key == "namespaces":
-        return not (obj.get("spec") or {}).get("finalizers")
-    return True
-

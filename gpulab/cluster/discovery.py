@@ -27,9 +27,10 @@ import functools
 import hashlib
 import re
 import weakref
-from dataclasses import dataclass
 from typing import Callable
 
+from .kinds import strategy_for
+from .kinds.strategy import SCALE, STATUS, Subresource
 from .registry import Registry, ResourceType
 from .schema import KUBE_VERSION
 
@@ -70,37 +71,9 @@ def api_versions(server_address: str = "127.0.0.1:6443") -> dict:
 
 # --- subresources -----------------------------------------------------------
 
-@dataclass(frozen=True)
-class Subresource:
-    """What discovery reports for ``<resource>/<subresource>`` (and what its REST storage serves)."""
-
-    verbs: tuple[str, ...]
-    # (group, version, kind) when the storage's kind differs from the parent's
-    # (a ``rest.GroupVersionKindProvider`` or a different ``New()`` type).
-    kind: tuple[str, str, str] | None = None
-
-
-_GET_PATCH_UPDATE = ("get", "patch", "update")
-_SCALE = Subresource(_GET_PATCH_UPDATE, ("autoscaling", "v1", "Scale"))
-
-# pkg/registry/core/pod/storage, core/namespace/storage (finalize), apps/*/storage (scale).
-_BUILTIN_SUBRESOURCES: dict[tuple[str, str, str], Subresource] = {
-    ("", "pods", "binding"): Subresource(("create",), ("", "v1", "Binding")),
-    ("", "pods", "eviction"): Subresource(("create",), ("policy", "v1", "Eviction")),
-    ("", "pods", "log"): Subresource(("get",)),
-    ("", "namespaces", "finalize"): Subresource(("update",)),
-    ("apps", "deployments", "scale"): _SCALE,
-    ("apps", "replicasets", "scale"): _SCALE,
-}
-
-
 def subresource(rt: ResourceType, name: str) -> Subresource:
-    """The discovery facts of one subresource of ``rt``; KeyError for one nobody described."""
-    if name == "status":
-        return Subresource(_GET_PATCH_UPDATE)
-    if rt.crd is not None and name == "scale":
-        return _SCALE
-    return _BUILTIN_SUBRESOURCES[(rt.group, rt.plural, name)]
+    """The discovery facts of one subresource of ``rt`` (its kind's strategy declares them)."""
+    return strategy_for(rt).subresource(name)
 
 
 # --- storage version hash and verbs ---------------------------------------
@@ -366,11 +339,11 @@ def _crd_resource_discovery(rt: ResourceType) -> dict:
     if "status" in rt.subresources:
         subs.append({"subresource": "status",
                      "responseKind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
-                     "verbs": list(_GET_PATCH_UPDATE)})
+                     "verbs": list(STATUS.verbs)})
     if "scale" in rt.subresources:
-        subs.append({"subresource": "scale",
-                     "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
-                     "verbs": list(_GET_PATCH_UPDATE)})
+        group, version, kind = SCALE.kind
+        subs.append({"subresource": "scale", "responseKind": {"group": group, "version": version, "kind": kind},
+                     "verbs": list(SCALE.verbs)})
     if subs:
         d["subresources"] = subs
     return d

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import orjson
 
 from . import discovery, schema
+from .kinds import strategy_for
 from .registry import Registry, ResourceType
 
 # --- media types (negotiation.MediaTypesForSerializer with default feature gates) -----
@@ -275,22 +276,19 @@ def _definition(group: str, version: str, kind: str) -> str:
     return name
 
 
-# Storages with ReturnDeletedObject: their DELETE answers with the object, not a Status.
-_DELETE_RETURNS_OBJECT = {("", "pods"), ("", "services"), ("", "serviceaccounts")}
-
-
 def _builtin_routes(rt: ResourceType) -> list[Route]:
     routes = _storage_routes(rt, None, set(rt.verbs))
     for name in rt.subresources:
         sub = discovery.subresource(rt, name)
-        routes += _storage_routes(rt, name, set(sub.verbs), sub.kind)
+        routes += _storage_routes(rt, name, set(sub.verbs), sub.kind, sub.text)
     return routes
 
 
 def _storage_routes(rt: ResourceType, sub: str | None, verbs: set[str],
-                    gvk: tuple[str, str, str] | None = None) -> list[Route]:
+                    gvk: tuple[str, str, str] | None = None, text: bool = False) -> list[Route]:
     """installer.go registerResourceHandlers for one storage path (``pods`` or ``pods/status``); ``gvk`` is the
-    storage's own kind when it differs from the parent's (pods/eviction serves policy/v1 Eviction)."""
+    storage's own kind when it differs from the parent's (pods/eviction serves policy/v1 Eviction), ``text`` says
+    its GET answers with a plain string (pods/log)."""
     group, version, reg_kind = gvk or (rt.group, rt.version, rt.kind)
     obj = _definition(group, version, reg_kind)
     parent = rt.kind  # descriptions and operation names use the parent's kind
@@ -307,8 +305,7 @@ def _storage_routes(rt: ResourceType, sub: str | None, verbs: set[str],
         collection, params = item, item_params
     prefix = _prefix(rt)
     meta = _gvk(group, version, reg_kind)
-    is_log = (rt.group, rt.plural, sub) == ("", "pods", "log")
-    produced = _STRING if is_log else obj
+    produced = _STRING if text else obj
     lister, watcher = "list" in verbs, "watch" in verbs
 
     def doc(verb_phrase: str) -> str:
@@ -342,9 +339,9 @@ def _storage_routes(rt: ResourceType, sub: str | None, verbs: set[str],
         out.append(route("GET", "watch/" + collection, "watch", watchlist_doc, "watchlist", params, _LIST_OPTIONS,
                          _ALL_MEDIA, {200: ("OK", _WATCH_EVENT)}, suffix="List"))
     if "get" in verbs:
-        produces = ("text/plain",) + _MEDIA if is_log else _MEDIA
+        produces = ("text/plain",) + _MEDIA if text else _MEDIA
         out.append(route("GET", item, "read", doc("read"), "get", item_params,
-                         _POD_LOG_OPTIONS if is_log else (), produces, {200: ("OK", produced)}))
+                         _POD_LOG_OPTIONS if text else (), produces, {200: ("OK", produced)}))
     if "update" in verbs:
         out.append(route("PUT", item, "replace", doc("replace"), "put", item_params, _CREATE_OPTIONS, _MEDIA,
                          {200: ("OK", obj), 201: ("Created", obj)}, body=obj))
@@ -352,7 +349,7 @@ def _storage_routes(rt: ResourceType, sub: str | None, verbs: set[str],
         out.append(route("PATCH", item, "patch", doc("partially update"), "patch", item_params, _PATCH_OPTIONS,
                          _MEDIA, {200: ("OK", obj), 201: ("Created", obj)}, body=_PATCH, consumes=_PATCH_TYPES))
     if "delete" in verbs:
-        deleted = obj if (rt.group, rt.plural) in _DELETE_RETURNS_OBJECT else _STATUS
+        deleted = obj if strategy_for(rt).returns_deleted_object else _STATUS
         out.append(route("DELETE", item, "delete", f"delete{_article(parent)}{parent}", "delete", item_params,
                          _DELETE_OPTIONS_PARAMS, _MEDIA, {200: ("OK", deleted), 202: ("Accepted", deleted)},
                          body=_DELETE_OPTIONS, body_required=False))

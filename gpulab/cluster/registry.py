@@ -2,21 +2,18 @@
 
 Everything else in the server (routing, discovery, OpenAPI, storage, printers,
 validation) looks a resource up here instead of hard-coding it, the way
-kube-apiserver builds its handlers from a table of REST storages. Custom
-resources defined by a CustomResourceDefinition are added at run time with
-:meth:`Registry.add_crd` and leave again with :meth:`Registry.remove_crd`.
-
-The metadata (short names, categories, verbs, subresources) is copied from the
-discovery documents of a v1.36 kube-apiserver, so ``kubectl api-resources``
-prints the same table.
+kube-apiserver builds its handlers from a table of REST storages. The built-in
+resources are declared by their kinds' strategies (:mod:`gpulab.cluster.kinds`,
+their metadata as a v1.36 kube-apiserver's discovery reports it, so
+``kubectl api-resources`` prints the same table); custom resources defined by
+a CustomResourceDefinition are added at run time with :meth:`Registry.add_crd`
+and leave again with :meth:`Registry.remove_crd`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
-NAMESPACE_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
-EVENT_VERBS = ALL_VERBS
 
 
 @dataclass(frozen=True)
@@ -76,45 +73,15 @@ class ResourceType:
         return "/".join(parts)
 
 
-def _core(plural, kind, namespaced, **kw) -> ResourceType:
-    return ResourceType(group="", version="v1", plural=plural, kind=kind, namespaced=namespaced, **kw)
-
-
-BUILTIN: tuple[ResourceType, ...] = (
-    _core("namespaces", "Namespace", False, short_names=("ns",), verbs=NAMESPACE_VERBS,
-          subresources=("status", "finalize")),
-    _core("nodes", "Node", False, short_names=("no",), subresources=("status",)),
-    _core("pods", "Pod", True, short_names=("po",), categories=("all",),
-          subresources=("status", "binding", "eviction", "log")),
-    _core("events", "Event", True, short_names=("ev",)),
-    _core("configmaps", "ConfigMap", True, short_names=("cm",)),
-    _core("secrets", "Secret", True),
-    _core("serviceaccounts", "ServiceAccount", True, short_names=("sa",)),
-    _core("services", "Service", True, short_names=("svc",), categories=("all",),
-          verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
-          subresources=("status",)),
-    ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, short_names=("ds",), categories=("all",),
-                 subresources=("status",)),
-    ResourceType("apps", "v1", "deployments", "Deployment", True, short_names=("deploy",),
-                 categories=("all",), subresources=("status", "scale")),
-    ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, short_names=("rs",), categories=("all",),
-                 subresources=("status", "scale")),
-    ResourceType("apps", "v1", "controllerrevisions", "ControllerRevision", True),
-    ResourceType("batch", "v1", "jobs", "Job", True, categories=("all",), subresources=("status",)),
-    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
-    ResourceType("events.k8s.io", "v1", "events", "Event", True, short_names=("ev",), storage_alias="events"),
-    ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, short_names=("pdb",),
-                 subresources=("status",)),
-    ResourceType("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short_names=("pc",)),
-    ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
-                 short_names=("crd", "crds"), categories=("api-extensions",), subresources=("status",)),
-)
-
-
 class Registry:
     """Looks resource types up by storage key, by (group, version, plural) and by kind."""
 
-    def __init__(self, types: tuple[ResourceType, ...] = BUILTIN):
+    def __init__(self, types: tuple[ResourceType, ...] | None = None):
+        if types is None:
+            # The built-in kinds are declared by their strategies, which sit above this module.
+            from .kinds import builtin_types
+
+            types = builtin_types()
         self._by_gvr: dict[tuple[str, str, str], ResourceType] = {}
         self._crd_names: dict[str, list[ResourceType]] = {}
         # Bumped whenever the served types change, so discovery and OpenAPI
@@ -140,22 +107,6 @@ class Registry:
                 if rt.crd is None or rt.crd.get("storage", True):
                     return rt
         raise KeyError(key)
-
-    def by_kind(self, api_version: str, kind: str) -> ResourceType | None:
-        group, _, version = api_version.rpartition("/")
-        for rt in self._by_gvr.values():
-            if rt.group == group and rt.version == version and rt.kind == kind:
-                return rt
-        return None
-
-    def group_versions(self) -> dict[str, list[str]]:
-        """Group name to its versions, preferred version first, in registration order."""
-        out: dict[str, list[str]] = {}
-        for rt in self._by_gvr.values():
-            versions = out.setdefault(rt.group, [])
-            if rt.version not in versions:
-                versions.append(rt.version)
-        return out
 
     def in_group_version(self, group: str, version: str) -> list[ResourceType]:
         return [rt for rt in self._by_gvr.values() if rt.group == group and rt.version == version]

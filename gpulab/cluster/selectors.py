@@ -132,7 +132,8 @@ def matches_labels(reqs: list[Requirement], labels: dict | None) -> bool:
 
 
 # --- field selectors ------------------------------------------------------
-def _get(path: str) -> Callable[[dict], str]:
+def path_getter(path: str) -> Callable[[dict], str]:
+    """The string form of the value at a dotted path: ``""`` when absent, ``true``/``false`` for booleans."""
     parts = path.split(".")
 
     def getter(obj: dict) -> str:
@@ -150,24 +151,11 @@ def _get(path: str) -> Callable[[dict], str]:
     return getter
 
 
-_META = ("metadata.name", "metadata.namespace")
-FIELD_LABELS: dict[str, tuple[str, ...]] = {
-    "pods": _META + ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
-                     "spec.hostNetwork", "status.phase", "status.podIP", "status.podIPs", "status.nominatedNodeName"),
-    "nodes": _META + ("spec.unschedulable",),
-    "events": _META + ("involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-                       "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-                       "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"),
-    "namespaces": _META + ("status.phase",),
-    "secrets": _META + ("type",),
-    "replicasets.apps": _META + ("status.replicas",),
-    "jobs.batch": _META + ("status.successful",),
-}
+FieldGetter = Callable[[dict], str]
 
-_SPECIAL_GETTERS = {
-    "source": _get("source.component"),
-    "spec.unschedulable": lambda o: "true" if (o.get("spec") or {}).get("unschedulable") else "false",
-    "spec.hostNetwork": lambda o: "true" if (o.get("spec") or {}).get("hostNetwork") else "false",
+# Every kind's objects can be selected by these (DefaultClusterScopedAttr / DefaultNamespaceScopedAttr).
+OBJECT_META_FIELDS: dict[str, FieldGetter | None] = {
+    "metadata.name": None,
     "metadata.namespace": lambda o: (o.get("metadata") or {}).get("namespace", ""),
 }
 
@@ -184,11 +172,14 @@ class FieldRequirement:
         return have == self.value if self.op == "=" else have != self.value
 
 
-def parse_field_selector(text: str | None, storage_key: str, extra_fields: tuple[str, ...] = ()) -> list[FieldRequirement]:
-    """fields.ParseSelector plus the kind's field label conversion; 400 for unsupported fields."""
+def parse_field_selector(text: str | None, supported: dict[str, FieldGetter | None]) -> list[FieldRequirement]:
+    """fields.ParseSelector plus the kind's field label conversion; 400 for unsupported fields.
+
+    ``supported`` maps the fields the kind can select by to a getter of their string form (None: the value at that
+    path, as :func:`path_getter` renders it).
+    """
     if not text or not text.strip():
         return []
-    supported = FIELD_LABELS.get(storage_key, _META) + tuple(extra_fields)
     reqs = []
     for part in _split_unescaped(text):
         part = part.strip()
@@ -203,7 +194,7 @@ def parse_field_selector(text: str | None, storage_key: str, extra_fields: tuple
         field = field.strip()
         if field not in supported:
             raise bad_request(f'field label not supported: {field}')
-        getter = _SPECIAL_GETTERS.get(field) or _get(field)
+        getter = supported[field] or path_getter(field)
         reqs.append(FieldRequirement(field, "!=" if op == "!=" else "=", _unescape(value.strip()), getter))
     return reqs
 

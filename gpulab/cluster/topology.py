@@ -156,7 +156,7 @@ def _pod_cidr(index: int) -> str:
 
 def check_nodes(specs: list[NodeSpec]) -> None:
     """Refuse a topology whose objects the API would reject, before any process starts."""
-    from .validation import validate_create
+    from .kinds import validate_create
     from .registry import Registry
 
     rt = Registry().by_key("nodes")

@@ -3,15 +3,25 @@ import copy
 
 import pytest
 
-from gpulab.cluster import defaults, errors
+from gpulab.cluster import errors
+from gpulab.cluster.kinds import strategy_for
+from gpulab.cluster.kinds.jobs import generate_selector
 from gpulab.cluster.registry import Registry
 
 REGISTRY = Registry()
 
 
+class CONTEXT:
+    """A strategy's Context with nothing stored."""
+
+    lookup = staticmethod(lambda key, name, namespace="": None)
+    list = staticmethod(lambda key: [])
+    clock = staticmethod(lambda: 0.0)
+
+
 def defaulted(key: str, obj: dict) -> dict:
     obj = copy.deepcopy(obj)
-    defaults.apply_defaults(REGISTRY.by_key(key), obj)
+    strategy_for(REGISTRY.by_key(key)).default(obj)
     return obj
 
 
@@ -38,6 +48,7 @@ def test_pod_defaults():
     assert container["livenessProbe"] == {"httpGet": {"port": 8080, "path": "/", "scheme": "HTTP"},
                                           "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1,
                                           "failureThreshold": 3}
+    strategy_for(REGISTRY.by_key("pods")).prepare_for_create(pod, CONTEXT)
     assert pod["status"] == {"phase": "Pending", "qosClass": "Burstable"}
 
 
@@ -56,9 +67,10 @@ def test_image_pull_policy(image, policy):
     ({"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}}, "Burstable"),
     ({"limits": {"nvidia.com/gpu": "1"}}, "BestEffort"),
 ])
-def test_qos_class(resources, qos):
-    pod = defaulted("pods", {"metadata": {"name": "p"}, "status": {"phase": "Pending"},
+def test_qos_class_is_set_by_prepare_for_create(resources, qos):
+    pod = defaulted("pods", {"metadata": {"name": "p"},
                              "spec": {"containers": [{"name": "c", "image": "x", "resources": resources}]}})
+    strategy_for(REGISTRY.by_key("pods")).prepare_for_create(pod, CONTEXT)
     assert pod["status"]["qosClass"] == qos
 
 
@@ -115,7 +127,7 @@ def test_daemonset_template_generation_follows_template_changes():
     old = defaulted("daemonsets.apps", {"metadata": {"name": "d"}, "spec": {"template": template()}})
     new = copy.deepcopy(old)
     new["spec"]["template"]["spec"]["containers"][0]["image"] = "y"
-    defaults.prepare_for_update(REGISTRY.by_key("daemonsets.apps"), new, old)
+    new = strategy_for(REGISTRY.by_key("daemonsets.apps")).prepare_for_update(new, old)
     assert new["metadata"]["annotations"]["deprecated.daemonset.template.generation"] == "2"
 
 
@@ -128,7 +140,7 @@ def test_job_defaults_and_generated_selector():
         "completions": 1, "parallelism": 1, "backoffLimit": 6, "completionMode": "NonIndexed", "suspend": False,
         "podReplacementPolicy": "TerminatingOrFailed", "manualSelector": False}
     job["metadata"]["uid"] = "abc"
-    defaults.job_prepare_for_create(job)
+    generate_selector(job)
     generated = {"app": "x", "batch.kubernetes.io/controller-uid": "abc", "batch.kubernetes.io/job-name": "train",
                  "controller-uid": "abc", "job-name": "train"}
     assert job["spec"]["template"]["metadata"]["labels"] == generated
@@ -140,7 +152,7 @@ def test_manual_selector_is_left_alone():
     job = defaulted("jobs.batch", {"metadata": {"name": "t", "uid": "abc"},
                                    "spec": {"manualSelector": True, "selector": {"matchLabels": {"app": "x"}},
                                             "template": template(restartPolicy="Never")}})
-    defaults.job_prepare_for_create(job)
+    strategy_for(REGISTRY.by_key("jobs.batch")).prepare_for_create(job, CONTEXT)
     assert job["spec"]["selector"] == {"matchLabels": {"app": "x"}}
     assert job["spec"]["template"]["metadata"]["labels"] == {"app": "x"}
 

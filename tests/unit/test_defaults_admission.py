@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from gpulab.cluster import defaults, errors
+from gpulab.cluster import errors
+from gpulab.cluster.kinds import strategy_for
 from gpulab.cluster.registry import Registry
 
 REGISTRY = Registry()
@@ -13,7 +14,7 @@ PRIORITY_CLASSES = REGISTRY.by_key("priorityclasses.scheduling.k8s.io")
 
 
 class Store:
-    """The two things admission reads: objects by key/name and (optionally) whole lists."""
+    """What admission reads (a strategy's Context): objects by key/name, whole lists, the clock."""
 
     def __init__(self, *objects):
         self.objects = {(o["key"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objects}
@@ -24,14 +25,18 @@ class Store:
     def list(self, key):
         return [o for (k, _, _), o in self.objects.items() if k == key]
 
+    @staticmethod
+    def clock():
+        return 0.0
+
 
 DEFAULT_SA = {"key": "serviceaccounts", "metadata": {"name": "default", "namespace": "lab"}}
 
 
 def admitted(pod_spec: dict, store: Store = Store(DEFAULT_SA), **meta) -> dict:
     pod = {"metadata": {"name": "p", "namespace": "lab", **meta}, "spec": pod_spec, "status": {"phase": "Pending"}}
-    defaults.apply_defaults(PODS, pod)
-    defaults.admit_create(PODS, pod, store.lookup, store.list)
+    strategy_for(PODS).default(pod)
+    strategy_for(PODS).admit_create(pod, store)
     return pod
 
 
@@ -104,8 +109,8 @@ def test_only_one_global_default_priority_class():
     store = Store({"key": "priorityclasses.scheduling.k8s.io", "metadata": {"name": "batch"}, "value": 10,
                    "globalDefault": True})
     with pytest.raises(errors.ApiError) as err:
-        defaults.admit_create(PRIORITY_CLASSES, {"metadata": {"name": "other"}, "value": 1, "globalDefault": True},
-                              store.lookup, store.list)
+        strategy_for(PRIORITY_CLASSES).admit_create({"metadata": {"name": "other"}, "value": 1, "globalDefault": True},
+                                                    store)
     assert err.value.message == ('priorityclasses.scheduling.k8s.io "other" is forbidden: PriorityClass batch is '
                                  "already marked as default. Only one default can exist")
 

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from gpulab.cluster.errors import ApiError
+from gpulab.cluster.kinds import strategy_for
 from gpulab.cluster.patch import server_side_apply, update_managed_fields
 from gpulab.cluster.registry import Registry
 
@@ -28,8 +29,10 @@ APPLIED_FIELDS = {"f:spec": {
                        "f:ports": {'k:{"containerPort":80,"protocol":"TCP"}': {".": {}, "f:containerPort": {}}}}}}}}}
 
 
-def _apply(live, config, manager="kubectl", force=False, now=T1, **kw):
-    return server_side_apply(live, config, DEPLOYMENTS, manager=manager, force=force, now=now, **kw)
+def _apply(live, config, manager="kubectl", force=False, now=T1, subresource=None):
+    """An apply to the Deployment endpoint ``subresource`` names, with that endpoint's reset fields."""
+    return server_side_apply(live, config, DEPLOYMENTS, manager=manager, force=force, now=now, subresource=subresource,
+                             reset=strategy_for(DEPLOYMENTS).reset_fields(subresource))
 
 
 def _stored(obj):

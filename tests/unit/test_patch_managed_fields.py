@@ -3,6 +3,7 @@ import copy
 
 import pytest
 
+from gpulab.cluster.kinds import strategy_for
 from gpulab.cluster.patch import apply_merge_patch, manager_or_user_agent, update_managed_fields
 from gpulab.cluster.registry import Registry
 
@@ -111,7 +112,7 @@ def test_status_subresource_entry_and_reset_fields():
     new["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
     new["spec"]["restartPolicy"] = "Always"     # the status strategy resets spec: never owned through status
     result = update_managed_fields(pod, new, PODS, manager="kubelet", operation="Update", subresource="status",
-                                   now=T2)
+                                   now=T2, reset=strategy_for(PODS).reset_fields("status"))
     assert result["metadata"]["managedFields"][-1] == {
         "manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": T2, "fieldsType": "FieldsV1",
         "fieldsV1": {"f:status": {"f:conditions": {".": {}, 'k:{"type":"Ready"}': {
@@ -123,7 +124,7 @@ def test_status_is_not_owned_through_the_main_resource():
     pod = copy.deepcopy(POD)
     pod["status"] = {"phase": "Pending"}
     result = update_managed_fields(None, pod, PODS, manager="kubectl-create", operation="Update", subresource=None,
-                                   now=T1)
+                                   now=T1, reset=strategy_for(PODS).reset_fields(None))
     assert "f:status" not in result["metadata"]["managedFields"][0]["fieldsV1"]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from gpulab.cluster.errors import ApiError
-from gpulab.cluster.printers import table
+from gpulab.cluster.kinds import table
 from gpulab.cluster.printers.cells import parse_rfc3339
 from gpulab.cluster.registry import Registry
 

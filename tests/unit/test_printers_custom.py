@@ -1,7 +1,8 @@
 """Custom resources' printer columns (apiextensions-apiserver tableconvertor) and the default table."""
 from __future__ import annotations
 
-from gpulab.cluster.printers import table
+from gpulab.cluster import printers
+from gpulab.cluster.kinds import table
 from gpulab.cluster.printers.cells import parse_rfc3339
 from gpulab.cluster.registry import Registry, ResourceType
 
@@ -98,9 +99,8 @@ def test_an_unparsable_column_ends_the_column_list():
 
 
 def test_kinds_without_a_printer_get_name_and_created_at():
-    rt = ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True)
     role = {"metadata": {"name": "reader", "creationTimestamp": "2026-02-01T10:00:00Z"}}
-    out = table(rt, [role, {"metadata": {"name": "no-time"}}], now=NOW)
+    out = printers.table(printers.DEFAULT_PRINTER, [role, {"metadata": {"name": "no-time"}}], now=NOW)
     assert [(c["name"], c["type"], c["format"]) for c in out["columnDefinitions"]] == [
         ("Name", "string", "name"), ("Created At", "date", "")]
     assert [r["cells"] for r in out["rows"]] == [["reader", "2026-02-01T10:00:00Z"],

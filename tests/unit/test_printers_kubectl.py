@@ -1,6 +1,6 @@
 """The real kubectl prints our Tables the way it prints kube-apiserver's.
 
-A stub HTTP server answers discovery and serves :func:`gpulab.cluster.printers.table`
+A stub HTTP server answers discovery and serves :func:`gpulab.cluster.kinds.table`
 output for pods, nodes and events, so this checks the printers alone, before
 the embedded API server is involved.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from gpulab.cluster.objects import rfc3339
-from gpulab.cluster.printers import table
+from gpulab.cluster.kinds import table
 from gpulab.cluster.registry import Registry
 
 KUBECTL = Path(sys.executable).parent / "kubectl"

@@ -3,9 +3,9 @@ import copy
 
 import pytest
 
-from gpulab.cluster import defaults, errors
+from gpulab.cluster import errors
+from gpulab.cluster.kinds import strategy_for, validate_create, validate_update
 from gpulab.cluster.registry import Registry
-from gpulab.cluster.validation import validate_create, validate_status_update, validate_update
 
 REGISTRY = Registry()
 
@@ -20,7 +20,7 @@ def kubectl_says(err: errors.ApiError) -> str:
 def messages(key: str, obj: dict) -> list[str]:
     rt = REGISTRY.by_key(key)
     obj = copy.deepcopy(obj)
-    defaults.apply_defaults(rt, obj)
+    strategy_for(rt).default(obj)
     return [str(e) for e in validate_create(rt, obj)]
 
 
@@ -73,7 +73,7 @@ def test_namespace_status_phase():
     old = stored({"metadata": {"name": "lab"}, "status": {"phase": "Active"}})
     new = copy.deepcopy(old)
     new["status"]["phase"] = "Terminating"
-    assert [str(e) for e in validate_status_update(REGISTRY.by_key("namespaces"), new, old)] == [
+    assert [str(e) for e in validate_update(REGISTRY.by_key("namespaces"), new, old, "status")] == [
         "status.Phase: Invalid value: \"Terminating\": may only be 'Active' if `deletionTimestamp` is empty"]
 
 
@@ -122,7 +122,7 @@ def test_service_ports():
 
 def test_service_cluster_ip_may_not_change():
     old = stored(service(ports=[{"port": 80}], clusterIP="10.96.0.10", clusterIPs=["10.96.0.10"]))
-    defaults.apply_defaults(REGISTRY.by_key("services"), old)
+    strategy_for(REGISTRY.by_key("services")).default(old)
     new = copy.deepcopy(old)
     new["spec"]["clusterIPs"] = ["10.96.0.11"]
     assert [str(e) for e in validate_update(REGISTRY.by_key("services"), new, old)] == [

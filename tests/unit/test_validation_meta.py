@@ -3,7 +3,7 @@ import pytest
 
 from gpulab.cluster import errors
 from gpulab.cluster.registry import Registry
-from gpulab.cluster.validation import validate_create, validate_update
+from gpulab.cluster.kinds import validate_create, validate_update
 from gpulab.cluster.validation.formats import is_dns1123_label, is_qualified_name, is_valid_label_value
 
 REGISTRY = Registry()

@@ -3,9 +3,9 @@ import copy
 
 import pytest
 
-from gpulab.cluster import defaults, errors
+from gpulab.cluster import errors
+from gpulab.cluster.kinds import strategy_for, validate_create, validate_update
 from gpulab.cluster.registry import Registry
-from gpulab.cluster.validation import validate_create, validate_status_update, validate_update
 
 REGISTRY = Registry()
 PODS = REGISTRY.by_key("pods")
@@ -24,7 +24,7 @@ def pod(containers=None, **spec) -> dict:
            "spec": {"containers": containers if containers is not None else [{"name": "cuda", "image": "cuda:12"}],
                     **spec},
            "status": {"phase": "Pending"}}
-    defaults.apply_defaults(PODS, obj)
+    strategy_for(PODS).default(obj)
     return obj
 
 
@@ -212,7 +212,7 @@ def test_pod_status_update_keeps_node_and_qos():
     new = copy.deepcopy(old)
     new["spec"]["nodeName"] = "node-1"
     new["status"]["qosClass"] = "Guaranteed"
-    assert [str(e) for e in validate_status_update(PODS, new, old)] == [
+    assert [str(e) for e in validate_update(PODS, new, old, "status")] == [
         "status.nodeName: Forbidden: may not be changed directly",
         'status.qosClass: Invalid value: "Guaranteed": field is immutable',
     ]

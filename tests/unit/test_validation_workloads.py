@@ -3,9 +3,10 @@ import copy
 
 import pytest
 
-from gpulab.cluster import defaults, errors
+from gpulab.cluster import errors
+from gpulab.cluster.kinds import strategy_for, validate_create, validate_update
+from gpulab.cluster.kinds.jobs import generate_selector
 from gpulab.cluster.registry import Registry
-from gpulab.cluster.validation import validate_create, validate_status_update, validate_update
 
 REGISTRY = Registry()
 
@@ -24,7 +25,7 @@ def workload(key: str, selector=None, labels=None, **spec) -> dict:
                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}, **spec}}
     if selector is not None:
         obj["spec"]["selector"] = selector
-    defaults.apply_defaults(rt, obj)
+    strategy_for(rt).default(obj)
     return obj
 
 
@@ -106,7 +107,7 @@ def test_deployment_status_counts():
     old = stored(workload("deployments.apps", {"matchLabels": {"app": "web"}}))
     new = copy.deepcopy(old)
     new["status"] = {"replicas": 1, "readyReplicas": 2, "availableReplicas": -1}
-    assert [str(e) for e in validate_status_update(REGISTRY.by_key("deployments.apps"), new, old)] == [
+    assert [str(e) for e in validate_update(REGISTRY.by_key("deployments.apps"), new, old, "status")] == [
         "status.availableReplicas: Invalid value: -1: must be greater than or equal to 0",
         "status.readyReplicas: Invalid value: 2: cannot be greater than status.replicas",
     ]
@@ -116,28 +117,29 @@ def job(**spec) -> dict:
     obj = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "default"},
            "spec": {"template": {"spec": {"restartPolicy": "Never",
                                           "containers": [{"name": "c", "image": "pytorch"}]}}, **spec}}
-    defaults.apply_defaults(REGISTRY.by_key("jobs.batch"), obj)
+    strategy_for(REGISTRY.by_key("jobs.batch")).default(obj)
     return obj
 
 
 def created_job(**spec) -> dict:
     obj = job(**spec)
     obj["metadata"]["uid"] = "0b6f1c1e-0000-4000-8000-000000000001"
-    defaults.job_prepare_for_create(obj)
+    generate_selector(obj)
     return obj
 
 
 def test_job_needs_on_failure_or_never():
     obj = job()
     obj["spec"]["template"]["spec"].pop("restartPolicy")
-    defaults.apply_defaults(REGISTRY.by_key("jobs.batch"), obj)
+    strategy_for(REGISTRY.by_key("jobs.batch")).default(obj)
+    obj["metadata"]["uid"] = "0b6f1c1e-0000-4000-8000-000000000001"
+    generate_selector(obj)
     err = errors.invalid_object("Job", "batch", "train", validate_create(REGISTRY.by_key("jobs.batch"), obj))
     assert kubectl_says(err) == ('The Job "train" is invalid: spec.template.spec.restartPolicy: Required value: '
                                  'valid values: "OnFailure", "Never"')
 
 
-def test_job_is_valid_before_and_after_its_selector_is_generated():
-    assert messages("jobs.batch", job()) == []
+def test_job_is_valid_with_its_generated_selector():
     assert messages("jobs.batch", created_job()) == []
 
 
@@ -145,7 +147,7 @@ def test_job_generated_labels_must_not_be_overridden():
     obj = job()
     obj["spec"]["template"]["metadata"] = {"labels": {"job-name": "other"}}
     obj["metadata"]["uid"] = "u-1"
-    defaults.job_prepare_for_create(obj)
+    generate_selector(obj)
     assert messages("jobs.batch", obj) == [
         'spec.template.metadata.labels[job-name]: Invalid value: {"batch.kubernetes.io/controller-uid":"u-1",'
         '"batch.kubernetes.io/job-name":"train","controller-uid":"u-1","job-name":"other"}: must be \'train\'']
@@ -173,7 +175,7 @@ def test_job_completions_and_selector_immutable():
 
 
 def test_negative_job_counts():
-    assert messages("jobs.batch", job(backoffLimit=-1, parallelism=-2)) == [
+    assert messages("jobs.batch", created_job(backoffLimit=-1, parallelism=-2)) == [
         "spec.parallelism: Invalid value: -2: must be greater than or equal to 0",
         "spec.backoffLimit: Invalid value: -1: must be greater than or equal to 0",
     ]

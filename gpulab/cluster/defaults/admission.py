@@ -15,6 +15,7 @@ from typing import Callable
 
 from ..errors import ApiError
 from ..registry import ResourceType
+from ..validation.priority_classes import SYSTEM_PRIORITY_CLASSES
 
 Lookup = Callable[..., "dict | None"]
 ListObjects = Callable[[str], list]
@@ -24,8 +25,6 @@ TOKEN_VOLUME_PREFIX = "kube-api-access-"
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
 _MIRROR = "kubernetes.io/config.mirror"
 PRIORITY_CLASSES = "priorityclasses.scheduling.k8s.io"
-# Bootstrapped by kube-apiserver; used when the cluster's store does not hold them.
-SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2_000_001_000, "system-cluster-critical": 2_000_000_000}
 _NO_EXECUTE_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 
 
@@ -112,7 +111,7 @@ def admit_priority(rt: ResourceType, pod: dict, lookup: Lookup, list_objects: Li
             spec["priorityClassName"] = default["metadata"]["name"]
     else:
         pc = lookup(PRIORITY_CLASSES, class_name)
-        if pc is None and class_name in SYSTEM_PRIORITY_CLASSES:
+        if pc is None and class_name in SYSTEM_PRIORITY_CLASSES:  # bootstrapped, even when the store lacks them
             pc = {"value": SYSTEM_PRIORITY_CLASSES[class_name], "preemptionPolicy": "PreemptLowerPriority"}
         if pc is None:
             raise forbidden(rt, name, f"no PriorityClass with name {class_name} was found")

@@ -148,7 +148,7 @@ def default_pod_spec(rt: ResourceType, spec: dict) -> None:
 
 
 def default_pod(rt: ResourceType, pod: dict) -> None:
-    """SetObjectDefaults_Pod: SetDefaults_Pod, then the PodSpec defaults, then the QoS class."""
+    """SetObjectDefaults_Pod: SetDefaults_Pod, then the PodSpec defaults."""
     spec = pod.setdefault("spec", {})
     for key in ("containers", "initContainers"):
         for ctr in spec.get(key) or []:
@@ -167,15 +167,11 @@ def default_pod(rt: ResourceType, pod: dict) -> None:
                     if not port.get("hostPort"):
                         port["hostPort"] = port.get("containerPort", 0)
     default_pod_spec(rt, spec)
-    status = pod.get("status")
-    if status is not None and not status.get("qosClass"):
-        # The pod strategy's PrepareForCreate computes this after defaulting; a
-        # stored pod always carries it, so filling a missing one here is that step.
-        status["qosClass"] = compute_qos(spec)
 
 
 def compute_qos(spec: dict) -> str:
-    """ComputePodQOS over containers and init containers (cpu and memory only)."""
+    """ComputePodQOS over containers and init containers (cpu and memory only); the pod strategy's
+    PrepareForCreate stores it in ``status.qosClass``."""
     requests: dict[str, Fraction] = {}
     limits: dict[str, Fraction] = {}
     guaranteed = True

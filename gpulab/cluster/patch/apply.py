@@ -17,7 +17,7 @@ from ..objects import clone
 from .fieldpath import path_string
 from ..gofmt import go_json, go_quote, json_kind
 from .managed_fields import (BEFORE_FIRST_APPLY, STRIPPED, DecodeError, Managed, comparable_for, decode,
-                             empty_object, identifier, parse_identifier, record_write, reset_fields,
+                             ResetPaths, empty_object, identifier, parse_identifier, record_write, reset_field_set,
                              set_managed_fields)
 from .schema_walk import root_node
 from .typed import compare, to_field_set, validate
@@ -30,8 +30,10 @@ KUBECTL_MANAGER = "kubectl"
 
 
 def server_side_apply(live: dict | None, applied: dict, rt, *, manager: str, force: bool, now: str,
-                      subresource: str | None = None) -> dict:
+                      subresource: str | None = None, reset: ResetPaths = None) -> dict:
     """Merge ``applied`` into ``live`` (None: the object does not exist yet) as ``manager``.
+
+    ``reset`` is the kind strategy's reset fields for the endpoint (``Strategy.reset_fields``).
 
     Returns the new object with metadata.managedFields updated. Raises ApiError
     409 Conflict when fields owned by other managers would change and ``force``
@@ -59,7 +61,7 @@ def server_side_apply(live: dict | None, applied: dict, rt, *, manager: str, for
         raise _internal(f"failed to decode managed fields: {e}") from None
     try:
         obj, managed = _apply_upgrading_last_applied(live_obj, applied, managed, manager, force, rt, subresource,
-                                                     now)
+                                                     now, reset)
     except Conflicts as conflicts:
         raise conflict_error(conflicts) from None
     if manager == KUBECTL_MANAGER and _last_applied(obj):
@@ -80,10 +82,10 @@ def _internal(message: str) -> ApiError:
     return ApiError(500, "", message)
 
 
-def _apply_upgrading_last_applied(live, applied, managed, manager, force, rt, subresource, now):
+def _apply_upgrading_last_applied(live, applied, managed, manager, force, rt, subresource, now, reset):
     """lastAppliedManager: kubectl may take over fields its client-side apply annotation shows it set."""
     try:
-        return _apply(live, applied, managed, manager, force, rt, subresource, now)
+        return _apply(live, applied, managed, manager, force, rt, subresource, now, reset)
     except Conflicts as conflicts:
         if manager != KUBECTL_MANAGER:
             raise
@@ -93,19 +95,19 @@ def _apply_upgrading_last_applied(live, applied, managed, manager, force, rt, su
         if any(not allowed.has(path) for _, path in conflicts.items()):
             remaining = {m: s.difference(allowed) for m, s in conflicts.by_manager.items()}
             raise Conflicts({m: s for m, s in remaining.items() if not s.empty()}) from None
-        return _apply(live, applied, managed, manager, True, rt, subresource, now)
+        return _apply(live, applied, managed, manager, True, rt, subresource, now, reset)
 
 
-def _apply(live, applied, managed: Managed, manager, force, rt, subresource, now):
+def _apply(live, applied, managed: Managed, manager, force, rt, subresource, now, reset):
     """skipNonApplied, buildManagerInfo, managedFieldsUpdater, stripMeta and structuredMerge for Apply."""
     if not managed.fields:
-        managed = record_write(empty_object(rt), live, managed, BEFORE_FIRST_APPLY, rt, subresource, now)
+        managed = record_write(empty_object(rt), live, managed, BEFORE_FIRST_APPLY, rt, subresource, now, reset)
     ident = identifier(manager or "unknown", "Apply", rt.group_version, subresource or "")
     base = clone(live)
     if isinstance(base.get("metadata"), dict):
         base["metadata"].pop("managedFields", None)
     new, fields = apply_config(base, applied, rt.group_version, managed.fields, ident, force, root_node(rt),
-                               reset_fields(rt, subresource), comparable_for(rt))
+                               reset_field_set(reset), comparable_for(rt))
     owned = fields.get(ident)
     if owned is not None:
         stripped = owned.set.difference(STRIPPED)

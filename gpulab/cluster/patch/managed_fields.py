@@ -209,34 +209,26 @@ def _zero_fill(value, node: Node | None):
 
 
 # --- reset fields -------------------------------------------------------------------
-_STATUS_RESETS = {
-    # pkg/registry/<group>/<resource>/strategy.go: <x>StatusStrategy.GetResetFields
-    "pods": ((f("spec"),), (f("metadata"), f("deletionTimestamp")), (f("metadata"), f("ownerReferences"))),
-    "deployments.apps": ((f("spec"),), (f("metadata"), f("labels"))),
-    "customresourcedefinitions.apiextensions.k8s.io": ((f("metadata"),), (f("spec"),)),
-}
+ResetPaths = tuple[tuple[str, ...], ...] | None
 
 
-def reset_fields(rt, subresource: str | None) -> FieldSet | None:
-    """Fields the strategy resets, which no manager may own through this endpoint (GetResetFields)."""
-    if "status" not in rt.subresources:
+def reset_field_set(reset: ResetPaths) -> FieldSet | None:
+    """The kind strategy's GetResetFields for the endpoint written through (field-name paths such as
+    ``("spec",)``), as a set no manager may own there; None when the strategy resets nothing."""
+    if reset is None:
         return None
-    if not subresource:
-        return FieldSet.of((f("status"),))
-    if subresource == "status":
-        return FieldSet.of(*_STATUS_RESETS.get(rt.key, ((f("spec"),),)))
-    return None
+    return FieldSet.of(*(tuple(f(name) for name in path) for path in reset))
 
 
 # --- the Update pipeline ------------------------------------------------------------
 def record_write(live: dict, new: dict, managed: Managed, manager: str, rt, subresource: str | None,
-                 now: str) -> Managed:
+                 now: str, reset: ResetPaths = None) -> Managed:
     """capManagers(buildManagerInfo(managedFieldsUpdater(stripMeta(structuredMerge.Update))))."""
     version = rt.group_version
     ident = identifier(manager or "unknown", "Update", version, subresource or "")
     comparable = comparable_for(rt)
     fields = record_update(comparable(live), comparable(new), version, managed.fields, CURRENT_OPERATION,
-                           root_node(rt), reset_fields(rt, subresource))
+                           root_node(rt), reset_field_set(reset))
     times = dict(managed.times)
     current = fields.pop(CURRENT_OPERATION, None)
     if current is not None:
@@ -284,11 +276,12 @@ def empty_object(rt) -> dict:
 
 
 def update_managed_fields(old: dict | None, new: dict, rt, *, manager: str, operation: str = "Update",
-                          subresource: str | None = None, now: str) -> dict:
+                          subresource: str | None = None, now: str, reset: ResetPaths = None) -> dict:
     """FieldManager.UpdateNoErrors for a create (``old is None``), update or non-apply patch.
 
     Returns a copy of ``new`` whose metadata.managedFields records ``manager``
     (``operation`` must be "Update"; applies go through :func:`server_side_apply`).
+    ``reset`` is the kind strategy's reset fields for this endpoint (``Strategy.reset_fields``).
     """
     if operation != "Update":
         raise ValueError("update_managed_fields records Update operations; use server_side_apply for Apply")
@@ -299,5 +292,5 @@ def update_managed_fields(old: dict | None, new: dict, rt, *, manager: str, oper
     if not managed.fields and ((live.get("metadata") or {}).get("uid")):
         # skipnonapplied.go: an existing object nobody tracks stays untracked until its first apply
         return result
-    managed = record_write(live, result, managed, manager, rt, subresource, now)
+    managed = record_write(live, result, managed, manager, rt, subresource, now, reset)
     return set_managed_fields(result, managed)

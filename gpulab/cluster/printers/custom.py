@@ -36,7 +36,7 @@ class CustomResourcePrinter:
         specs = version.get("additionalPrinterColumns") or [
             {"name": "Age", "type": "date", "description": doc(META, "creationTimestamp"),
              "jsonPath": ".metadata.creationTimestamp"}]
-        self.columns = [name_column()]
+        self._columns = [name_column()]
         self._paths: list[tuple[str, JSONPath]] = []
         for spec in specs:
             path = spec.get("jsonPath", "")
@@ -46,9 +46,16 @@ class CustomResourcePrinter:
                 # New() returns the convertor built so far with the error; the handler logs it and keeps serving.
                 break
             description = spec.get("description") or f"Custom resource definition column (in JSONPath format): {path}"
-            self.columns.append(column(spec.get("name", ""), spec.get("type", ""), description,
+            self._columns.append(column(spec.get("name", ""), spec.get("type", ""), description,
                                        format_=spec.get("format", ""), priority=spec.get("priority", 0)))
             self._paths.append((spec.get("type", ""), parsed))
+
+    def columns(self) -> list[dict]:
+        return self._columns
+
+    @staticmethod
+    def conditions(obj: dict) -> list[dict]:
+        return []
 
     def cells(self, obj: dict, now_us: int) -> list:
         out: list = [name(obj)]

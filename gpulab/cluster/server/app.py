@@ -17,11 +17,11 @@ import traceback
 import orjson
 from aiohttp import web
 
-from .. import discovery, openapi, openapi_v2_proto, printers
+from .. import discovery, openapi, openapi_v2_proto
 from ..api import Api
 from ..errors import ApiError, bad_request, internal, method_not_allowed, unauthorized
 from ..registry import ResourceType
-from ..selectors import matches_fields, matches_labels, parse_field_selector, parse_label_selector
+from ..selectors import matches_fields, matches_labels, parse_label_selector
 from . import negotiation, paths, protobuf, watch
 
 log = logging.getLogger("gpulab.apiserver")
@@ -255,8 +255,7 @@ class ApiServer:
         if warnings:
             headers["Warning"] = ", ".join('299 - ' + orjson.dumps(w).decode() for w in warnings)
         if conv.kind == "Table" and obj.get("kind") != "Status":
-            table = printers.table(rt, [obj], now=self.api.clock(),
-                                   include_object=request.query.get("includeObject", "Metadata"))
+            table = self.api.table(rt, [obj], include_object=request.query.get("includeObject", "Metadata"))
             table["metadata"] = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
             table["apiVersion"] = conv.group_version
             return _json_response(table, status, headers)
@@ -295,8 +294,7 @@ class ApiServer:
             meta["continue"] = next_token
             meta["remainingItemCount"] = remaining
         if conv.kind == "Table":
-            table = printers.table(t.rt, items, now=self.api.clock(), include_object=q.get("includeObject",
-                                                                                              "Metadata"))
+            table = self.api.table(t.rt, items, include_object=q.get("includeObject", "Metadata"))
             table["apiVersion"] = conv.group_version
             table["metadata"] = meta
             return _json_response(table)
@@ -311,17 +309,15 @@ class ApiServer:
     async def _watch(self, request: web.Request, t: paths.Target) -> web.StreamResponse:
         q = request.query
         labels = parse_label_selector(q.get("labelSelector"))
-        extra = tuple((f.get("jsonPath") or "").lstrip(".") for f in (t.rt.crd or {}).get("selectableFields") or ())
-        fields = parse_field_selector(q.get("fieldSelector"), t.rt.storage_key, extra)
+        fields = self.api.field_selector(t.rt, q.get("fieldSelector"))
         if t.name is not None:
-            fields = fields + parse_field_selector(f"metadata.name={t.name}", t.rt.storage_key)
+            fields = fields + self.api.field_selector(t.rt, f"metadata.name={t.name}")
         conv = negotiation.negotiate_output(request.headers.get("Accept"))
         include = q.get("includeObject", "Metadata")
-        now = self.api.clock
 
         def encode(obj: dict, first: bool) -> dict:
             if conv.kind == "Table":
-                table = printers.table(t.rt, [obj], now=now(), include_object=include)
+                table = self.api.table(t.rt, [obj], include_object=include)
                 table["apiVersion"] = conv.group_version
                 table["metadata"] = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
                 if not first:

@@ -9,7 +9,6 @@ scheduling directives for suspended jobs that never started.
 """
 from __future__ import annotations
 
-from ..defaults.jobs import CONTROLLER_UID_LABELS, JOB_NAME_LABELS
 from ..errors import FieldError
 from .apps import selector_json
 from .field import immutable, invalid, non_negative, not_supported, required, too_many
@@ -18,6 +17,11 @@ from .labels import selector_matches, selector_parse_error, validate_label_selec
 from .meta import validate_object_meta, validate_object_meta_update
 from .path import Path
 from .pods import normalized, validate_pod_template_spec
+
+# (legacy, prefixed) label names: batch.LegacyJobNameLabel / batch.JobNameLabel and the uid pair, which the job
+# strategy's generateSelector adds.
+JOB_NAME_LABELS = ("job-name", "batch.kubernetes.io/job-name")
+CONTROLLER_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
 
 SPEC = Path("spec")
 _TEMPLATE_META = SPEC.child("template", "metadata")

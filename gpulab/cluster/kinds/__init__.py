@@ -1,0 +1,75 @@
+"""Every API kind the embedded cluster serves, one strategy module each, registered here.
+
+A kind is one module of this package: a :class:`~gpulab.cluster.kinds.strategy.Strategy`
+subclass naming the resource (group, version, plural, kind, scope, short
+names, subresources), its defaulting, admission, PrepareForCreate and
+PrepareForUpdate rules, validation, status reset fields, DELETE behaviour,
+printer and selectable fields, as kube-apiserver's
+pkg/registry/<group>/<kind>/strategy.go does. :data:`BUILTIN` lists them in
+the order discovery reports them (a v1.36 kube-apiserver's); custom resources
+get a :class:`~gpulab.cluster.kinds.custom.CustomResourceStrategy` per served
+version of their CRD. Adding a kind: docs/architecture.md.
+"""
+from __future__ import annotations
+
+from .. import printers
+from ..errors import FieldError
+from ..registry import ResourceType
+from . import strategy as generic
+from .configmaps import ConfigMapStrategy
+from .controllerrevisions import ControllerRevisionStrategy
+from .custom import CustomResourceStrategy
+from .customresourcedefinitions import CustomResourceDefinitionStrategy
+from .daemonsets import DaemonSetStrategy
+from .deployments import DeploymentStrategy
+from .events import EventStrategy
+from .jobs import JobStrategy
+from .leases import LeaseStrategy
+from .namespaces import NamespaceStrategy
+from .nodes import NodeStrategy
+from .poddisruptionbudgets import PodDisruptionBudgetStrategy
+from .pods import PodStrategy
+from .priorityclasses import PriorityClassStrategy
+from .replicasets import ReplicaSetStrategy
+from .secrets import SecretStrategy
+from .serviceaccounts import ServiceAccountStrategy
+from .services import ServiceStrategy
+from .strategy import Strategy
+
+__all__ = ["BUILTIN", "Strategy", "builtin_types", "strategy_for", "table", "validate_create", "validate_update"]
+
+BUILTIN: tuple[Strategy, ...] = (
+    NamespaceStrategy(), NodeStrategy(), PodStrategy(), EventStrategy(), ConfigMapStrategy(), SecretStrategy(),
+    ServiceAccountStrategy(), ServiceStrategy(), DaemonSetStrategy(), DeploymentStrategy(), ReplicaSetStrategy(),
+    ControllerRevisionStrategy(), JobStrategy(), LeaseStrategy(), PodDisruptionBudgetStrategy(),
+    PriorityClassStrategy(), CustomResourceDefinitionStrategy(),
+)
+
+_BY_STORAGE_KEY = {s.resource.key: s for s in BUILTIN}
+
+
+def builtin_types() -> tuple[ResourceType, ...]:
+    """The built-in resources, each kind's own followed by its aliases (events.k8s.io/v1 events)."""
+    return tuple(rt for s in BUILTIN for rt in (s.resource, *s.aliases))
+
+
+def strategy_for(rt: ResourceType) -> Strategy:
+    """The strategy of the objects ``rt`` stores (an alias gets its storage's)."""
+    if rt.crd is not None:
+        return CustomResourceStrategy(rt)
+    return _BY_STORAGE_KEY[rt.storage_key]
+
+
+def validate_create(rt: ResourceType, obj: dict) -> list[FieldError]:
+    """Everything BeforeCreate checks of a prepared object of ``rt``."""
+    return generic.validate_create(strategy_for(rt), obj)
+
+
+def validate_update(rt: ResourceType, new: dict, old: dict, subresource: str | None = None) -> list[FieldError]:
+    """Everything BeforeUpdate checks of an update through ``rt`` (or its ``subresource``)."""
+    return generic.validate_update(strategy_for(rt), new, old, subresource)
+
+
+def table(rt: ResourceType, objects: list[dict], *, now: float, include_object: str = "Metadata") -> dict:
+    """The ``meta.k8s.io/v1`` Table of ``objects`` of ``rt`` as its kind's printer renders them at ``now``."""
+    return printers.table(strategy_for(rt).printer, objects, now=now, include_object=include_object)

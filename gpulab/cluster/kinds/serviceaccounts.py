@@ -1,0 +1,20 @@
+"""ServiceAccounts: pkg/registry/core/serviceaccount/strategy.go."""
+from __future__ import annotations
+
+from ..printers import Printer
+from ..printers import core as printers
+from ..registry import ResourceType
+from ..validation import core as validation
+from .strategy import Strategy
+
+
+class ServiceAccountStrategy(Strategy):
+    resource = ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, short_names=("sa",))
+    returns_deleted_object = True
+    printer = Printer(printers.serviceaccount_columns, printers.serviceaccount_cells)
+
+    def validate(self, obj: dict) -> list:
+        return validation.validate_service_account(obj)
+
+    def validate_update(self, new: dict, old: dict, subresource: str | None = None) -> list:
+        return super().validate_update(new, old) + validation.validate_service_account(new)
