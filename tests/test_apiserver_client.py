@@ -88,6 +88,45 @@ def test_watch_stream(core):
     assert events == [("ADDED", "wc"), ("MODIFIED", "wc"), ("DELETED", "wc")]
 
 
+def test_server_side_apply_create_is_one_added_event(cluster, core):
+    """A server-side apply that creates stores once: one ADDED event carrying the object's only resourceVersion.
+
+    Upstream the apply patcher finds no live object and the create handler stores the apply's result
+    (apiserver/pkg/endpoints/handlers/patch.go applyPatcher, rest.go patchResource: "create if not exists").
+    """
+    events: list[tuple[str, str, str]] = []
+    w = watch.Watch()
+
+    def consume():
+        for ev in w.stream(core.list_namespaced_config_map, "default", label_selector="ssa-create=yes",
+                           timeout_seconds=20):
+            meta = ev["object"].metadata
+            events.append((ev["type"], meta.name, meta.resource_version))
+            if meta.name == "ssa-sentinel":
+                w.stop()
+
+    t = threading.Thread(target=consume)
+    t.start()
+    time.sleep(0.5)
+    labels = {"ssa-create": "yes"}
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa-by-kubectl\n  labels: {ssa-create: 'yes'}\n"
+        "data: {a: '1'}\n"))
+    by_client = core.patch_namespaced_config_map(
+        "ssa-by-client", "default", {"apiVersion": "v1", "kind": "ConfigMap",
+                                     "metadata": {"name": "ssa-by-client", "labels": labels}, "data": {"b": "2"}},
+        field_manager="gpulab-test", _content_type="application/apply-patch+yaml")
+    # Events arrive in order: a second write of either object would come before the sentinel's ADDED.
+    core.create_namespaced_config_map("default", client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name="ssa-sentinel", labels=labels)))
+    t.join(timeout=25)
+    by_kubectl = core.read_namespaced_config_map("ssa-by-kubectl", "default")
+    assert events[:2] == [("ADDED", "ssa-by-kubectl", by_kubectl.metadata.resource_version),
+                          ("ADDED", "ssa-by-client", by_client.metadata.resource_version)]
+    assert [e[:2] for e in events[2:]] == [("ADDED", "ssa-sentinel")]
+    assert [(m.manager, m.operation) for m in by_client.metadata.managed_fields] == [("gpulab-test", "Apply")]
+
+
 def test_watch_resume_from_resource_version(core):
     cm = core.create_namespaced_config_map("default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="rv1")))
     core.patch_namespaced_config_map("rv1", "default", {"data": {"n": "1"}})

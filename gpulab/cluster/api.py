@@ -376,17 +376,10 @@ class Api:
         if old_stored is None:
             if subresource:
                 raise not_found(rt.plural, rt.group, name)
+            # The apply's result, with its managedFields, is created as it is: one write, one ADDED event.
             created = server_side_apply(None, applied, rt, manager=manager, force=force, now=now,
                                         reset=strategy.reset_fields(None))
-            # create() recomputes metadata; carry the apply's managedFields through.
-            mf = created["metadata"].get("managedFields")
-            obj = self.create(rt, created, ns or None, dry_run=dry_run, field_validation="Ignore")
-            if mf and not dry_run:
-                stored = self.store.get(rt.storage_key, ns, name)
-                upd = clone(stored)
-                upd["metadata"]["managedFields"] = mf
-                return conversion.from_storage(rt, self._store_put(self._storage_rt(rt), upd, stored))
-            return obj
+            return self.create(rt, created, ns or None, dry_run=dry_run)
         old = conversion.from_storage(rt, old_stored)
         new = server_side_apply(old, applied, rt, manager=manager, force=force, now=now, subresource=subresource,
                                 reset=strategy.reset_fields(subresource))
