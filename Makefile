@@ -45,7 +45,7 @@ bench: install
 
 ## make labs-release: regenerate labs/ from solutions/ with nbgrader generate_assignment
 labs-release: install
-	$(PY) tests/test_labs_release.py
+	$(PY) tools/labs_release.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache bench/results

@@ -170,13 +170,9 @@ def method_not_allowed(message: str = "the server does not allow this method on 
 
 
 def unsupported_media_type(content_type: str) -> ApiError:
-    return ApiError(415, "UnsupportedMediaType", f'the body of the request was in an unknown format - accepted '
-                    f'media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf, '
-                    f'application/cbor, application/apply-patch+yaml', {})
-
-
-def request_entity_too_large(limit: int) -> ApiError:
-    return ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
+    return ApiError(415, "UnsupportedMediaType", 'the body of the request was in an unknown format - accepted '
+                    'media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf, '
+                    'application/cbor, application/apply-patch+yaml', {})
 
 
 def gone(message: str) -> ApiError:

@@ -1,12 +1,12 @@
 """Durations written for people, exactly as k8s.io/apimachinery/pkg/util/duration does.
 
 kube-apiserver's table printers write every AGE, DURATION and "(5m ago)" cell
-with ``duration.HumanDuration``; ``ShortHumanDuration`` is its one-unit sibling.
-Their rounding (truncation, two units below a threshold, one above it) is
+with ``duration.HumanDuration`` (its one-unit sibling ShortHumanDuration has no
+caller here). Its rounding (truncation, two units below a threshold, one above it) is
 specific enough that no general "humanize" library reproduces it, so this is a
 line-by-line port of duration.go.
 
-Both take a :class:`datetime.timedelta` (exact to the microsecond, so the unit
+It takes a :class:`datetime.timedelta` (exact to the microsecond, so the unit
 boundaries fall where Go's nanosecond ``time.Duration`` puts them).
 """
 from __future__ import annotations
@@ -27,27 +27,6 @@ def _trunc_div(a: int, b: int) -> int:
     """Go's integer division, which truncates toward zero (Python's // floors)."""
     q = abs(a) // b
     return q if a >= 0 else -q
-
-
-def short_human_duration(d: timedelta) -> str:
-    """duration.ShortHumanDuration: ``45s``, ``3m``, ``5h``, ``12d``, ``2y``."""
-    us = _micros(d)
-    seconds = _trunc_div(us, _SECOND)
-    if seconds < -1:
-        return "<invalid>"
-    if seconds < 0:
-        return "0s"
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes = _trunc_div(us, _MINUTE)
-    if minutes < 60:
-        return f"{minutes}m"
-    hours = _trunc_div(us, _HOUR)
-    if hours < 24:
-        return f"{hours}h"
-    if hours < 24 * 365:
-        return f"{hours // 24}d"
-    return f"{hours // 24 // 365}y"
 
 
 def human_duration(d: timedelta) -> str:

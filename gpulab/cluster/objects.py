@@ -42,18 +42,6 @@ def meta(obj: dict) -> dict:
     return obj.setdefault("metadata", {})
 
 
-def name_of(obj: dict) -> str:
-    return obj.get("metadata", {}).get("name", "")
-
-
-def namespace_of(obj: dict) -> str:
-    return obj.get("metadata", {}).get("namespace", "") or ""
-
-
-def labels_of(obj: dict) -> dict:
-    return obj.get("metadata", {}).get("labels") or {}
-
-
 def owner_reference(owner: dict, *, controller: bool = True, block_owner_deletion: bool = True) -> dict:
     """An ownerReference pointing at owner, as controllers set it (metav1.NewControllerRef)."""
     return {

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 SPLIT_RE_STRING = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
-# The errors quantity.go returns (ErrFormatWrong, ErrNumeric, ErrSuffix).
+# The errors of quantity.go (ErrFormatWrong, ErrSuffix) that parsing here can return.
 ERR_FORMAT_WRONG = f"quantities must match the regular expression '{SPLIT_RE_STRING}'"
-ERR_NUMERIC = "unable to parse numeric part of quantity"
 ERR_SUFFIX = "unable to parse quantity's suffix"
 
 DECIMAL_SI = "DecimalSI"

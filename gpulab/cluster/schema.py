@@ -153,7 +153,3 @@ def _to_openapi(node, ref_base: str, wrap_refs: bool = False):
     if wrap_refs and "$ref" in out and len(out) > 1:
         out["allOf"] = [{"$ref": out.pop("$ref")}]
     return out
-
-
-def gvk_of(definition: dict) -> list[dict]:
-    return definition.get("x-kubernetes-group-version-kind", [])

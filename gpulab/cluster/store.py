@@ -89,10 +89,6 @@ class Store:
             self._db.execute("COMMIT")
             self._dirty = False
 
-    @property
-    def dirty(self) -> bool:
-        return self._dirty
-
     def close(self) -> None:
         if self._db is not None:
             self.commit()
@@ -196,14 +192,6 @@ class Store:
             self._begin()
             self._db.execute("DELETE FROM objects WHERE key=? AND namespace=? AND name=?", (key, *ident))
         return self._emit(Change(int(m["resourceVersion"]), key, "DELETED", obj, old))
-
-    def drop_all(self, key: str) -> None:
-        """Forget every object of a resource without events (a CRD's storage removed)."""
-        for obj in list(self._objects.pop(key, {}).values()):
-            self._index_remove(key, obj)
-        if self._db is not None:
-            self._begin()
-            self._db.execute("DELETE FROM objects WHERE key=?", (key,))
 
     # --- change notification ---------------------------------------------
     def listen(self, fn: Callable[[Change], None]) -> None:

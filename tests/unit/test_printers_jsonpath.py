@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from gpulab.cluster.humanize import human_duration, short_human_duration
+from gpulab.cluster.humanize import human_duration
 from gpulab.cluster.jsonpath import JSONPath, JSONPathError, go_text
 
 DATA = {
@@ -94,11 +94,3 @@ def test_go_text(value, text):
 ])
 def test_human_duration(d, text):
     assert human_duration(d) == text
-
-
-@pytest.mark.parametrize("d,text", [
-    (timedelta(seconds=-2), "<invalid>"), (timedelta(seconds=59), "59s"), (timedelta(seconds=90), "1m"),
-    (timedelta(hours=5, minutes=59), "5h"), (timedelta(days=3, hours=1), "3d"), (timedelta(days=800), "2y"),
-])
-def test_short_human_duration(d, text):
-    assert short_human_duration(d) == text

@@ -76,7 +76,8 @@ def test_field_names_are_case_sensitive(registry):
 
 
 def test_strict_error_without_kind_and_warning_text():
-    err = strict.strict_error(["spec.foo", "spec.containers[0].bar"])
+    messages = [strict.unknown_field_message(p) for p in ("spec.foo", "spec.containers[0].bar")]
+    err = strict.strict_decoding_error(messages)
     assert err.status() == {
         "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
         "message": 'strict decoding error: unknown field "spec.foo", unknown field "spec.containers[0].bar"',

@@ -38,7 +38,6 @@ SET_ELEMENT_ORDER = "$setElementOrder"
 BAD_PRIMITIVE_LIST = "invalid patch format of primitive list"
 BAD_RETAIN_KEYS = "invalid patch format of retainKeys"
 BAD_SET_ELEMENT_ORDER = "invalid patch format of setElementOrder list"
-NO_LIST_OF_LISTS = "lists of lists are not supported"
 
 # customresource_handler.go: the patch types served for custom resources (CBOR apply is alpha and off).
 CUSTOM_RESOURCE_PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",

@@ -31,6 +31,3 @@ class Path:
 
     def __repr__(self) -> str:
         return f"Path({self._text!r})"
-
-
-ROOT = Path()

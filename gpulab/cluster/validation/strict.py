@@ -65,11 +65,6 @@ def unknown_field_message(path: str) -> str:
     return decode.message(decode.UNKNOWN, path)
 
 
-def strict_error(paths: list[str], *, kind: str = "", version: str = "") -> ApiError:
-    """The 400 for unknown fields on create/update; pass ``kind`` and ``version`` for upstream's full message."""
-    return strict_decoding_error([unknown_field_message(p) for p in paths], kind=kind, version=version)
-
-
 def strict_decoding_error(messages: list[str], *, kind: str = "", version: str = "") -> ApiError:
     """400 BadRequest ``<Kind> in version "<v>" cannot be handled as a <Kind>: strict decoding error: ...``."""
     text = "strict decoding error: " + ", ".join(messages)

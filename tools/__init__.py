@@ -1,0 +1,1 @@
+"""Maintainers' scripts, run from the repository root (not part of the installed package)."""
