@@ -97,6 +97,30 @@ def test_apply_server_side(kubectl):
     assert ("kubectl", "Apply") in managers
 
 
+def test_create_warns_like_kube_apiserver(kubectl):
+    """WarningsOnCreate of pods and workload templates (pkg/api/pod/warnings.go, pkg/api/node/util.go)."""
+    pod = ("apiVersion: v1\nkind: Pod\nmetadata: {name: warned, namespace: default}\nspec:\n"
+           "  nodeSelector: {beta.kubernetes.io/arch: amd64}\n"
+           "  containers:\n  - name: c\n    image: busybox\n    resources: {limits: {memory: 1.5}}\n"
+           "    env: [{name: A, value: x}, {name: A, value: z}]\n")
+    out = kubectl("create", "--dry-run=server", "-f", "-", input=pod)
+    assert out.stderr.splitlines() == [
+        'Warning: spec.nodeSelector[beta.kubernetes.io/arch]: deprecated since v1.14; use "kubernetes.io/arch" '
+        "instead",
+        'Warning: spec.containers[0].resources.limits[memory]: fractional byte value "1500m" is invalid, must be an '
+        "integer",
+        'Warning: spec.containers[0].resources.requests[memory]: fractional byte value "1500m" is invalid, must be an '
+        "integer",
+        'Warning: spec.containers[0].env[1]: hides previous definition of "A", which may be dropped when using apply']
+    deployment = ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: warned, namespace: default}\nspec:\n"
+                  "  selector: {matchLabels: {app: w}}\n  template:\n    metadata: {labels: {app: w}}\n    spec:\n"
+                  "      topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, "
+                  "whenUnsatisfiable: ScheduleAnyway}]\n      containers: [{name: c, image: busybox}]\n")
+    out = kubectl("create", "--dry-run=server", "-f", "-", input=deployment)
+    assert out.stderr.splitlines() == ["Warning: spec.template.spec.topologySpreadConstraints[0].labelSelector: "
+                                       "a null labelSelector results in matching no pod"]
+
+
 def test_output_formats(kubectl):
     kubectl("create", "configmap", "formats", "--from-literal=gpu=h100")
     as_yaml = yaml.safe_load(kubectl("get", "cm", "formats", "-o", "yaml").stdout)

@@ -13,6 +13,7 @@ from ..printers import Printer
 from ..printers import workloads as printers
 from ..registry import ResourceType
 from ..validation import batch as validation
+from ..validation import pod_warnings
 from ..validation.batch import CONTROLLER_UID_LABELS, JOB_NAME_LABELS
 from .strategy import Context, Strategy
 
@@ -34,6 +35,9 @@ class JobStrategy(Strategy):
 
     def validate(self, obj: dict) -> list:
         return validation.validate_job(obj)
+
+    def warnings_on_create(self, obj: dict) -> list[str]:
+        return pod_warnings.template_warnings(obj)
 
     def validate_update(self, new: dict, old: dict, subresource: str | None = None) -> list:
         if subresource == "status":

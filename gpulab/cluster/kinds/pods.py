@@ -14,6 +14,7 @@ from ..objects import rfc3339
 from ..printers import Printer
 from ..printers import pods as printers
 from ..registry import ResourceType
+from ..validation import pod_warnings
 from ..validation import pods as validation
 from .strategy import Context, Strategy, Subresource
 
@@ -64,6 +65,9 @@ class PodStrategy(Strategy):
 
     def validate(self, obj: dict) -> list:
         return validation.validate_pod_create(obj)
+
+    def warnings_on_create(self, obj: dict) -> list[str]:
+        return pod_warnings.pod_warnings(obj)
 
     def validate_update(self, new: dict, old: dict, subresource: str | None = None) -> list:
         if subresource == "status":

@@ -6,6 +6,7 @@ from ..printers import Printer
 from ..printers import workloads as printers
 from ..registry import ResourceType
 from ..validation import apps as validation
+from ..validation import pod_warnings
 from .strategy import SCALE, Context, Strategy
 
 
@@ -26,6 +27,9 @@ class ReplicaSetStrategy(Strategy):
 
     def validate(self, obj: dict) -> list:
         return validation.validate_replicaset(obj)
+
+    def warnings_on_create(self, obj: dict) -> list[str]:
+        return pod_warnings.template_warnings(obj)
 
     def validate_update(self, new: dict, old: dict, subresource: str | None = None) -> list:
         if subresource == "status":
