@@ -127,6 +127,19 @@ def test_server_side_apply_create_is_one_added_event(cluster, core):
     assert [(m.manager, m.operation) for m in by_client.metadata.managed_fields] == [("gpulab-test", "Apply")]
 
 
+def test_put_creates_only_kinds_that_allow_create_on_update(core):
+    """svcStrategy.AllowCreateOnUpdate is true (201 Created); configMapStrategy's is false (404)."""
+    svc = client.V1Service(metadata=client.V1ObjectMeta(name="put-created"),
+                           spec=client.V1ServiceSpec(ports=[client.V1ServicePort(port=80)]))
+    created, status, _ = core.replace_namespaced_service_with_http_info("put-created", "default", svc)
+    assert status == 201 and created.spec.cluster_ip
+    with pytest.raises(ApiException) as err:
+        core.replace_namespaced_config_map("put-missing", "default",
+                                           client.V1ConfigMap(metadata=client.V1ObjectMeta(name="put-missing")))
+    assert err.value.status == 404
+    assert '"message":"configmaps \\"put-missing\\" not found"' in err.value.body
+
+
 def test_watch_resume_from_resource_version(core):
     cm = core.create_namespaced_config_map("default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="rv1")))
     core.patch_namespaced_config_map("rv1", "default", {"data": {"n": "1"}})

@@ -262,6 +262,10 @@ class Api:
         ns = self._request_namespace(rt, meta, namespace) if rt.namespaced else ""
         old = self.store.get(rt.storage_key, ns, name)
         if old is None:
+            creatable = subresource is None and not meta.get("resourceVersion")
+            if creatable and self.strategy(rt).allow_create_on_update:  # the store's Update, "creating" branch
+                return self.create(rt, obj, namespace, manager=manager, dry_run=dry_run,
+                                   field_validation=field_validation, warnings=warnings, raw=raw)
             raise not_found(rt.plural, rt.group, name)
         self._check_fields(rt, obj, field_validation, warnings, raw)
         rv = meta.get("resourceVersion")

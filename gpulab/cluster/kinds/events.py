@@ -13,6 +13,7 @@ class EventStrategy(Strategy):
     resource = ResourceType("", "v1", "events", "Event", True, short_names=("ev",))
     aliases = (ResourceType("events.k8s.io", "v1", "events", "Event", True, short_names=("ev",),
                             storage_alias="events"),)
+    allow_create_on_update = True
     printer = Printer(printers.event_columns, printers.event_cells)
     # pkg/apis/core/v1/conversion.go: the event field label conversion ("source" is source.component)
     selectable_fields = {

@@ -10,6 +10,7 @@ from .strategy import Strategy
 
 class LeaseStrategy(Strategy):
     resource = ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True)
+    allow_create_on_update = True
     printer = Printer(printers.lease_columns, printers.lease_cells)
 
     def validate(self, obj: dict) -> list:

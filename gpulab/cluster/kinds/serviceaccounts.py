@@ -11,6 +11,7 @@ from .strategy import Strategy
 class ServiceAccountStrategy(Strategy):
     resource = ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, short_names=("sa",))
     returns_deleted_object = True
+    allow_create_on_update = True
     printer = Printer(printers.serviceaccount_columns, printers.serviceaccount_cells)
 
     def validate(self, obj: dict) -> list:

@@ -18,6 +18,7 @@ class ServiceStrategy(Strategy):
     resource = ResourceType("", "v1", "services", "Service", True, short_names=("svc",), categories=("all",),
                             subresources=("status",))
     returns_deleted_object = True
+    allow_create_on_update = True
     printer = Printer(printers.service_columns, printers.service_cells)
 
     def default(self, obj: dict) -> None:

@@ -78,6 +78,8 @@ class Strategy:
     has_generation = False
     #: DELETE answers with the object instead of a ``Success`` Status (the store's ReturnDeletedObject).
     returns_deleted_object = False
+    #: AllowCreateOnUpdate: a PUT of a missing object creates it.
+    allow_create_on_update = False
     #: The kind implements RESTGracefulDeleteStrategy (CheckGracefulDeletion).
     graceful_deletion = False
     #: The table convertor (pkg/printers/internalversion for built-in kinds).

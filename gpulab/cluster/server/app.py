@@ -196,10 +196,11 @@ class ApiServer:
             if t.subresource == "scale":
                 return _json_response(self._put_scale(t, body, request))
             warnings = []
+            existed = self.api.try_get(t.rt, t.name, t.namespace) is not None
             updated = self.api.update(t.rt, body, t.namespace, subresource=t.subresource, manager=_manager(request),
                                       dry_run=_dry_run(q), field_validation=_field_validation(q), warnings=warnings,
                                       raw=raw)
-            return self._respond_object(request, t.rt, updated, 200, warnings)
+            return self._respond_object(request, t.rt, updated, 200 if existed else 201, warnings)
         if method == "PATCH":
             if t.name is None:
                 raise method_not_allowed()
