@@ -42,7 +42,7 @@ class Api:
 
     def __init__(self, store: Store, registry: Registry | None = None, *, clock: Callable[[], float] = time.time):
         self.store = store
-        self.registry = registry or Registry()
+        self.registry = registry or kinds.builtin_registry()
         self.clock = clock
         self.log_provider: Callable[[dict, str, dict], str] | None = None
         self._subscribers: dict[str, list[Callable[[str, dict, dict | None], None]]] = {}

@@ -3,11 +3,12 @@
 Everything else in the server (routing, discovery, OpenAPI, storage, printers,
 validation) looks a resource up here instead of hard-coding it, the way
 kube-apiserver builds its handlers from a table of REST storages. The built-in
-resources are declared by their kinds' strategies (:mod:`gpulab.cluster.kinds`,
-their metadata as a v1.36 kube-apiserver's discovery reports it, so
-``kubectl api-resources`` prints the same table); custom resources defined by
-a CustomResourceDefinition are added at run time with :meth:`Registry.add_crd`
-and leave again with :meth:`Registry.remove_crd`.
+resources are declared by their kinds' strategies and a registry serving them
+comes from :func:`gpulab.cluster.kinds.builtin_registry` (their metadata as a
+v1.36 kube-apiserver's discovery reports it, so ``kubectl api-resources``
+prints the same table); custom resources defined by a CustomResourceDefinition
+are added at run time with :meth:`Registry.add_crd` and leave again with
+:meth:`Registry.remove_crd`.
 """
 from __future__ import annotations
 
@@ -76,12 +77,7 @@ class ResourceType:
 class Registry:
     """Looks resource types up by storage key, by (group, version, plural) and by kind."""
 
-    def __init__(self, types: tuple[ResourceType, ...] | None = None):
-        if types is None:
-            # The built-in kinds are declared by their strategies, which sit above this module.
-            from .kinds import builtin_types
-
-            types = builtin_types()
+    def __init__(self, types: tuple[ResourceType, ...]):
         self._by_gvr: dict[tuple[str, str, str], ResourceType] = {}
         self._crd_names: dict[str, list[ResourceType]] = {}
         # Bumped whenever the served types change, so discovery and OpenAPI

@@ -156,10 +156,9 @@ def _pod_cidr(index: int) -> str:
 
 def check_nodes(specs: list[NodeSpec]) -> None:
     """Refuse a topology whose objects the API would reject, before any process starts."""
-    from .kinds import validate_create
-    from .registry import Registry
+    from .kinds import builtin_registry, validate_create
 
-    rt = Registry().by_key("nodes")
+    rt = builtin_registry().by_key("nodes")
     for i, spec in enumerate(specs):
         errs = validate_create(rt, node_object(spec, i))
         if errs:

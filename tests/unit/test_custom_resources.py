@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from gpulab.cluster.errors import invalid_object
+from gpulab.cluster.kinds import builtin_registry
 from gpulab.cluster.registry import Registry
 from gpulab.cluster.validation.crd import validate_crd
 from gpulab.cluster.validation.custom import prune_and_default, validate_custom_resource
@@ -88,7 +89,7 @@ CLUSTERPOLICY_CRD = {
 
 @pytest.fixture(scope="module")
 def registry() -> Registry:
-    reg = Registry()
+    reg = builtin_registry()
     reg.add_crd(PODGROUP_CRD)
     reg.add_crd(CLUSTERPOLICY_CRD)
     return reg
@@ -276,7 +277,7 @@ def test_scale_subresource_replicas():
     crd = copy.deepcopy(PODGROUP_CRD)
     crd["spec"]["versions"][0]["subresources"]["scale"] = {"specReplicasPath": ".spec.minMember",
                                                            "statusReplicasPath": ".status.running"}
-    rt = Registry().add_crd(crd)[0]
+    rt = builtin_registry().add_crd(crd)[0]
     obj = podgroup(minMember=-1)
     obj["status"] = {"running": "two"}
     assert messages(rt, obj) == [
@@ -290,7 +291,7 @@ def test_patterns_use_go_end_of_text():
     crd = copy.deepcopy(PODGROUP_CRD)
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["phase"][
         "pattern"] = "^[A-Z][a-z]+$"
-    rt = Registry().add_crd(crd)[0]
+    rt = builtin_registry().add_crd(crd)[0]
     obj = podgroup(minMember=1)
     obj["status"] = {"phase": "Running\n"}
     assert messages(rt, obj) == [

@@ -5,10 +5,9 @@ import re
 import pytest
 
 from gpulab.cluster import errors
-from gpulab.cluster.kinds import strategy_for
-from gpulab.cluster.registry import Registry
+from gpulab.cluster.kinds import builtin_registry, strategy_for
 
-REGISTRY = Registry()
+REGISTRY = builtin_registry()
 PODS = REGISTRY.by_key("pods")
 PRIORITY_CLASSES = REGISTRY.by_key("priorityclasses.scheduling.k8s.io")
 

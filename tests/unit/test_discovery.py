@@ -6,7 +6,7 @@ import functools
 import pytest
 
 from gpulab.cluster import discovery
-from gpulab.cluster.registry import Registry
+from gpulab.cluster.kinds import builtin_registry
 
 ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
@@ -28,7 +28,7 @@ def _crd(group="nvidia.com", kind="ClusterPolicy", plural="clusterpolicies", sco
 
 @pytest.fixture
 def registry():
-    return Registry()
+    return builtin_registry()
 
 
 def test_version_info_reports_v1_36():

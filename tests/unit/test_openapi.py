@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from gpulab.cluster import openapi, schema
-from gpulab.cluster.registry import Registry
+from gpulab.cluster.kinds import builtin_registry
 
 CLUSTER_POLICY = {
     "metadata": {"name": "clusterpolicies.nvidia.com"},
@@ -54,7 +54,7 @@ PRESERVE_ALL = {
 
 @pytest.fixture
 def registry():
-    return Registry()
+    return builtin_registry()
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from gpulab.cluster import openapi, openapi_v2_proto
+from gpulab.cluster.kinds import builtin_registry
 from gpulab.cluster.openapi_v2_proto import PROTOBUF_MEDIA_TYPE, encode_document, negotiate
-from gpulab.cluster.registry import Registry
 
 WIDGET_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -90,7 +90,7 @@ def any_yaml(named_any_value: bytes) -> str:
 
 @pytest.fixture(scope="module")
 def swagger() -> dict:
-    registry = Registry()
+    registry = builtin_registry()
     registry.add_crd(copy.deepcopy(WIDGET_CRD))
     return openapi.openapi_v2(registry)
 

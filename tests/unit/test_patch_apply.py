@@ -5,11 +5,10 @@ import json
 import pytest
 
 from gpulab.cluster.errors import ApiError
-from gpulab.cluster.kinds import strategy_for
+from gpulab.cluster.kinds import builtin_registry, strategy_for
 from gpulab.cluster.patch import server_side_apply, update_managed_fields
-from gpulab.cluster.registry import Registry
 
-REGISTRY = Registry()
+REGISTRY = builtin_registry()
 DEPLOYMENTS = REGISTRY.by_key("deployments.apps")
 PODS = REGISTRY.by_key("pods")
 T1, T2, T3, T4 = ("2026-02-01T00:00:00Z", "2026-02-02T00:00:00Z", "2026-02-03T00:00:00Z",
@@ -270,7 +269,7 @@ def test_custom_resource_apply_follows_the_crd_schema():
                                             "name": {"type": "string"}, "value": {"type": "string"}}}},
                                 "args": {"type": "array", "items": {"type": "string"}}}},
                             "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}}}]}}
-    (rt,) = Registry().add_crd(crd)
+    (rt,) = builtin_registry().add_crd(crd)
     config = {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
               "spec": {"devicePlugin": {"env": [{"name": "MIG_STRATEGY", "value": "single"}], "args": ["a"]},
                        "extra": {"anything": {"goes": 1}}}}

@@ -3,11 +3,10 @@ import copy
 
 import pytest
 
-from gpulab.cluster.kinds import strategy_for
+from gpulab.cluster.kinds import builtin_registry, strategy_for
 from gpulab.cluster.patch import apply_merge_patch, manager_or_user_agent, update_managed_fields
-from gpulab.cluster.registry import Registry
 
-REGISTRY = Registry()
+REGISTRY = builtin_registry()
 PODS = REGISTRY.by_key("pods")
 DEPLOYMENTS = REGISTRY.by_key("deployments.apps")
 NODES = REGISTRY.by_key("nodes")
@@ -190,7 +189,7 @@ def test_custom_resources_have_no_go_zero_values():
                                   "schema": {"openAPIV3Schema": {"type": "object", "properties": {
                                       "spec": {"type": "object", "properties": {"minMember": {"type": "integer"}}}}}},
                                   "subresources": {"status": {}}}]}}
-    (rt,) = Registry().add_crd(crd)
+    (rt,) = builtin_registry().add_crd(crd)
     group = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
              "metadata": {"name": "gang", "namespace": "default"}, "spec": {"minMember": 4}}
     result = update_managed_fields(None, group, rt, manager="kubectl-create", operation="Update", subresource=None,

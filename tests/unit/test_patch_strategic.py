@@ -5,11 +5,11 @@ import random
 import pytest
 
 from gpulab.cluster.errors import ApiError
+from gpulab.cluster.kinds import builtin_registry
 from gpulab.cluster.patch import apply_strategic_merge_patch
 from gpulab.cluster.patch.go_sort import slice_stable
-from gpulab.cluster.registry import Registry
 
-REGISTRY = Registry()
+REGISTRY = builtin_registry()
 DEPLOYMENTS = REGISTRY.by_key("deployments.apps")
 NODES = REGISTRY.by_key("nodes")
 PODS = REGISTRY.by_key("pods")
@@ -211,7 +211,7 @@ def test_custom_resources_do_not_accept_strategic_merge_patch():
                     "names": {"plural": "clusterpolicies", "kind": "ClusterPolicy"},
                     "versions": [{"name": "v1", "served": True, "storage": True,
                                   "schema": {"openAPIV3Schema": {"type": "object"}}}]}}
-    (rt,) = Registry().add_crd(crd)
+    (rt,) = builtin_registry().add_crd(crd)
     with pytest.raises(ApiError) as err:
         apply_strategic_merge_patch({"spec": {}}, {"spec": {"a": 1}}, rt)
     assert err.value.status() == {

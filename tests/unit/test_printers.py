@@ -4,12 +4,11 @@ from __future__ import annotations
 import pytest
 
 from gpulab.cluster.errors import ApiError
-from gpulab.cluster.kinds import table
+from gpulab.cluster.kinds import builtin_registry, table
 from gpulab.cluster.printers.cells import parse_rfc3339
-from gpulab.cluster.registry import Registry
 
 NOW = parse_rfc3339("2026-03-01T12:00:00Z") / 1e6
-REG = Registry()
+REG = builtin_registry()
 
 
 def meta(name, created="2026-03-01T11:00:00Z", **extra):

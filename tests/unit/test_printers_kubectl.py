@@ -17,11 +17,10 @@ from pathlib import Path
 import pytest
 
 from gpulab.cluster.objects import rfc3339
-from gpulab.cluster.kinds import table
-from gpulab.cluster.registry import Registry
+from gpulab.cluster.kinds import builtin_registry, table
 
 KUBECTL = Path(sys.executable).parent / "kubectl"
-REG = Registry()
+REG = builtin_registry()
 CREATED = rfc3339(time.time() - 3 * 86400)  # three days ago: AGE "3d"
 
 POD = {"apiVersion": "v1", "kind": "Pod",

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab.cluster.kinds import table
+from gpulab.cluster.kinds import builtin_registry, table
 from gpulab.cluster.printers.cells import parse_rfc3339
-from gpulab.cluster.registry import Registry
 
 NOW = parse_rfc3339("2026-03-01T12:00:00Z") / 1e6
-PODS = Registry().by_key("pods")
+PODS = builtin_registry().by_key("pods")
 
 
 def pod(*, phase="Running", containers=("main",), init=(), statuses=(), init_statuses=(), conditions=(),

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpulab.cluster.errors import ApiError
-from gpulab.cluster.registry import Registry
+from gpulab.cluster.kinds import builtin_registry
 from gpulab.cluster.server import negotiation, protobuf
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -250,7 +250,7 @@ def test_the_handler_kind_fills_in_an_envelope_without_type():
 
 
 def test_body_type_of_subresources():
-    rt = next(t for t in Registry().types() if t.plural == "pods")
+    rt = next(t for t in builtin_registry().types() if t.plural == "pods")
     assert protobuf.body_type(rt, None) == ("v1", "Pod")
     assert protobuf.body_type(rt, "status") == ("v1", "Pod")
     assert protobuf.body_type(rt, "eviction") == ("policy/v1", "Eviction")

@@ -12,6 +12,7 @@ import orjson
 import pytest
 import yaml
 
+from gpulab.cluster.kinds import builtin_registry
 from gpulab.cluster.registry import Registry
 from gpulab.cluster.validation import strict
 from gpulab.cluster.gofmt import go_v
@@ -21,7 +22,7 @@ PODGROUP_CRD = Path(__file__).resolve().parents[2] / "gpulab/cluster/crds/schedu
 
 @pytest.fixture(scope="module")
 def registry() -> Registry:
-    reg = Registry()
+    reg = builtin_registry()
     reg.add_crd(yaml.safe_load(PODGROUP_CRD.read_text()))
     return reg
 

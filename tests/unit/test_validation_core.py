@@ -4,10 +4,9 @@ import copy
 import pytest
 
 from gpulab.cluster import errors
-from gpulab.cluster.kinds import strategy_for, validate_create, validate_update
-from gpulab.cluster.registry import Registry
+from gpulab.cluster.kinds import builtin_registry, strategy_for, validate_create, validate_update
 
-REGISTRY = Registry()
+REGISTRY = builtin_registry()
 
 
 def kubectl_says(err: errors.ApiError) -> str:

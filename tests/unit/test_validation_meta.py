@@ -2,11 +2,10 @@
 import pytest
 
 from gpulab.cluster import errors
-from gpulab.cluster.registry import Registry
-from gpulab.cluster.kinds import validate_create, validate_update
+from gpulab.cluster.kinds import builtin_registry, validate_create, validate_update
 from gpulab.cluster.validation.formats import is_dns1123_label, is_qualified_name, is_valid_label_value
 
-REGISTRY = Registry()
+REGISTRY = builtin_registry()
 SUBDOMAIN = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
              "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
              "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")

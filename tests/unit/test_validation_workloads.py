@@ -4,11 +4,10 @@ import copy
 import pytest
 
 from gpulab.cluster import errors
-from gpulab.cluster.kinds import strategy_for, validate_create, validate_update
+from gpulab.cluster.kinds import builtin_registry, strategy_for, validate_create, validate_update
 from gpulab.cluster.kinds.jobs import generate_selector
-from gpulab.cluster.registry import Registry
 
-REGISTRY = Registry()
+REGISTRY = builtin_registry()
 
 
 def kubectl_says(err: errors.ApiError) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .. import printers
 from ..errors import FieldError
-from ..registry import ResourceType
+from ..registry import Registry, ResourceType
 from . import strategy as generic
 from .configmaps import ConfigMapStrategy
 from .controllerrevisions import ControllerRevisionStrategy
@@ -36,7 +36,8 @@ from .serviceaccounts import ServiceAccountStrategy
 from .services import ServiceStrategy
 from .strategy import Strategy
 
-__all__ = ["BUILTIN", "Strategy", "builtin_types", "strategy_for", "table", "validate_create", "validate_update"]
+__all__ = ["BUILTIN", "Strategy", "builtin_registry", "builtin_types", "strategy_for", "table", "validate_create",
+           "validate_update"]
 
 BUILTIN: tuple[Strategy, ...] = (
     NamespaceStrategy(), NodeStrategy(), PodStrategy(), EventStrategy(), ConfigMapStrategy(), SecretStrategy(),
@@ -51,6 +52,11 @@ _BY_STORAGE_KEY = {s.resource.key: s for s in BUILTIN}
 def builtin_types() -> tuple[ResourceType, ...]:
     """The built-in resources, each kind's own followed by its aliases (events.k8s.io/v1 events)."""
     return tuple(rt for s in BUILTIN for rt in (s.resource, *s.aliases))
+
+
+def builtin_registry() -> Registry:
+    """A registry serving the built-in kinds (and, once CRDs are added, their custom resources)."""
+    return Registry(builtin_types())
 
 
 def strategy_for(rt: ResourceType) -> Strategy:
