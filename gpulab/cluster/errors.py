@@ -14,8 +14,8 @@ import orjson
 
 from .gofmt import go_quote, go_v
 
-# field.ErrorType -> (cause reason, message prefix); field/errors.go
-_FIELD_ERROR_TYPES = {
+# field.ErrorType (the cause reason) -> its message prefix; field/errors.go
+FIELD_ERROR_TEXT = {
     "FieldValueNotFound": "Not found",
     "FieldValueRequired": "Required value",
     "FieldValueDuplicate": "Duplicate value",
@@ -27,8 +27,10 @@ _FIELD_ERROR_TYPES = {
     "InternalError": "Internal error",
     "FieldValueTypeInvalid": "Invalid value",
 }
+# The types whose body never shows the value.
+_VALUELESS = ("FieldValueRequired", "FieldValueForbidden", "FieldValueTooLong", "InternalError")
 
-_OMIT = object()
+OMIT = object()  # field.omitValue: the body shows only the error type
 
 
 def _format_value(value: Any) -> str:
@@ -54,19 +56,19 @@ class FieldError:
 
     type: str
     field: str
-    bad_value: Any = _OMIT
+    bad_value: Any = OMIT
     detail: str = ""
 
     def error_body(self) -> str:
-        """The message without the field path (what goes in a Status cause)."""
-        prefix = _FIELD_ERROR_TYPES[self.type]
-        if self.type in ("FieldValueRequired", "FieldValueForbidden", "FieldValueTooLong",
-                         "InternalError") or self.bad_value is _OMIT:
-            return f"{prefix}: {self.detail}" if self.detail else prefix
-        text = f"{prefix}: {_format_value(self.bad_value)}"
-        if self.type == "FieldValueNotSupported":
-            return text + (f": {self.detail}" if self.detail else "")
-        return text + (f": {self.detail}" if self.detail else "")
+        """The message without the field path (what goes in a Status cause): ErrorBody."""
+        text = FIELD_ERROR_TEXT[self.type]
+        if self.type not in _VALUELESS and self.bad_value is not OMIT:
+            text += ": " + self.render_value(self.bad_value)
+        return f"{text}: {self.detail}" if self.detail else text
+
+    @staticmethod
+    def render_value(value: Any) -> str:
+        return _format_value(value)
 
     def __str__(self) -> str:
         # field.Error.Error() prints the path even when it is empty (": Too long: ...").
@@ -79,11 +81,11 @@ def invalid(path: str, value: Any, detail: str) -> FieldError:
 
 
 def required(path: str, detail: str = "") -> FieldError:
-    return FieldError("FieldValueRequired", path, _OMIT, detail)
+    return FieldError("FieldValueRequired", path, OMIT, detail)
 
 
 def forbidden(path: str, detail: str) -> FieldError:
-    return FieldError("FieldValueForbidden", path, _OMIT, detail)
+    return FieldError("FieldValueForbidden", path, OMIT, detail)
 
 
 def not_supported(path: str, value: Any, valid: list[str]) -> FieldError:
@@ -97,7 +99,7 @@ def duplicate(path: str, value: Any) -> FieldError:
 
 
 def too_long(path: str, max_len: int) -> FieldError:
-    return FieldError("FieldValueTooLong", path, _OMIT, f"may not be more than {max_len} bytes")
+    return FieldError("FieldValueTooLong", path, OMIT, f"may not be more than {max_len} bytes")
 
 
 class ApiError(Exception):

@@ -12,7 +12,7 @@ from .. import errors
 from ..errors import FieldError
 from .path import Path
 
-OMIT = errors._OMIT  # field.OmitValueType{}: render the type without a value
+OMIT = errors.OMIT  # field.OmitValueType{}: render the type without a value
 
 
 def invalid(path: Path, value: Any, detail: str) -> FieldError:

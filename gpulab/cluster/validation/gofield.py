@@ -16,35 +16,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import FieldError
+from ..errors import OMIT, FieldError
 from ..gofmt import go_quote, go_sharp_v, go_v
-
-OMIT = object()  # field.omitValue: the body shows only the error type
-
-_TYPE_TEXT = {
-    "FieldValueNotFound": "Not found",
-    "FieldValueRequired": "Required value",
-    "FieldValueDuplicate": "Duplicate value",
-    "FieldValueInvalid": "Invalid value",
-    "FieldValueNotSupported": "Unsupported value",
-    "FieldValueForbidden": "Forbidden",
-    "FieldValueTooLong": "Too long",
-    "FieldValueTooMany": "Too many",
-    "InternalError": "Internal error",
-    "FieldValueTypeInvalid": "Invalid value",
-}
 
 
 @dataclass
 class GoFieldError(FieldError):
     """A field.Error whose body renders its value with Go's fmt rules (field/errors.go ErrorBody)."""
 
-    def error_body(self) -> str:
-        text = _TYPE_TEXT[self.type]
-        if self.type not in ("FieldValueRequired", "FieldValueForbidden", "FieldValueTooLong", "InternalError") \
-                and self.bad_value is not OMIT:
-            text += ": " + _render_bad_value(self.bad_value)
-        return f"{text}: {self.detail}" if self.detail else text
+    @staticmethod
+    def render_value(value: Any) -> str:
+        return _render_bad_value(value)
 
 
 def _render_bad_value(value: Any) -> str:
