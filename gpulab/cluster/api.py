@@ -45,6 +45,8 @@ class Api:
         self.registry = registry or kinds.builtin_registry()
         self.clock = clock
         self.log_provider: Callable[[dict, str, dict], str] | None = None
+        # The node agents' exec, attach, port-forward and HTTP side (kubelet/streaming.py), once they run.
+        self.node_streams = None
         self._subscribers: dict[str, list[Callable[[str, dict, dict | None], None]]] = {}
         self._event_index: dict[tuple, tuple[str, str]] = {}
         store.listen(self._dispatch)

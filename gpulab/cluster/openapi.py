@@ -280,6 +280,8 @@ def _builtin_routes(rt: ResourceType) -> list[Route]:
     routes = _storage_routes(rt, None, set(rt.verbs))
     for name in rt.subresources:
         sub = discovery.subresource(rt, name)
+        if sub.connect:
+            continue   # connect operations (exec, proxy...) are not described
         routes += _storage_routes(rt, name, set(sub.verbs), sub.kind, sub.text)
     return routes
 

@@ -141,7 +141,10 @@ def test_aggregated_legacy_lists_pods_with_short_names_and_categories(registry):
     assert pods["singularResource"] == "pod"
     assert pods["responseKind"] == {"group": "", "version": "", "kind": "Pod"}
     subs = {s["subresource"]: s for s in pods["subresources"]}
-    assert list(subs) == ["binding", "eviction", "log", "status"]
+    assert list(subs) == ["attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward",
+                          "proxy", "status"]
+    assert subs["exec"] == {"subresource": "exec", "responseKind": {"group": "", "version": "", "kind": "PodExecOptions"},
+                            "verbs": ["create", "get"]}
     assert subs["eviction"] == {"subresource": "eviction",
                                 "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
                                 "verbs": ["create"]}

@@ -194,3 +194,26 @@ def compute_qos(spec: dict) -> str:
     if guaranteed and all(limits.get(n) == v for n, v in requests.items()) and len(requests) == len(limits):
         return "Guaranteed"
     return "Burstable"
+
+
+def drop_non_ephemeral_container_updates(new: dict, old: dict) -> dict:
+    """The pods/ephemeralcontainers strategy's PrepareForUpdate (pkg/registry/core/pod/strategy.go
+    dropNonEphemeralContainerUpdates): the stored pod with only ``spec.ephemeralContainers`` taken from the
+    request, its status and the metadata fields ResetObjectMetaForStatus keeps (labels, annotations,
+    finalizers, owner references, deletion timestamp) unchanged."""
+    out = {**new, "spec": {**(old.get("spec") or {})}}
+    ephemeral = (new.get("spec") or {}).get("ephemeralContainers")
+    if ephemeral is None:
+        out["spec"].pop("ephemeralContainers", None)
+    else:
+        out["spec"]["ephemeralContainers"] = ephemeral
+    if "status" in old:
+        out["status"] = old["status"]
+    meta, ometa = dict(new.get("metadata") or {}), old.get("metadata") or {}
+    for key in ("labels", "annotations", "finalizers", "ownerReferences", "deletionTimestamp", "generation"):
+        if key in ometa:
+            meta[key] = ometa[key]
+        else:
+            meta.pop(key, None)
+    out["metadata"] = meta
+    return out

@@ -6,11 +6,12 @@ from ..printers import Printer
 from ..printers import core as printers
 from ..registry import ResourceType
 from ..validation import core as validation
-from .strategy import Strategy
+from .strategy import PROXY_VERBS, Strategy, Subresource
 
 
 class NodeStrategy(Strategy):
-    resource = ResourceType("", "v1", "nodes", "Node", False, short_names=("no",), subresources=("status",))
+    resource = ResourceType("", "v1", "nodes", "Node", False, short_names=("no",), subresources=("status", "proxy"))
+    subresources = {"proxy": Subresource(PROXY_VERBS, ("", "v1", "NodeProxyOptions"), connect=True)}
     printer = Printer(printers.node_columns, printers.node_cells)
     # nodeStrategy GetAttrs: strconv.FormatBool(node.Spec.Unschedulable), "false" when unset
     selectable_fields = {"spec.unschedulable": lambda o: "true" if (o.get("spec") or {}).get("unschedulable")

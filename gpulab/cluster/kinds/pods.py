@@ -16,16 +16,23 @@ from ..printers import pods as printers
 from ..registry import ResourceType
 from ..validation import pod_warnings
 from ..validation import pods as validation
-from .strategy import Context, Strategy, Subresource
+from .strategy import PROXY_VERBS, Context, Strategy, Subresource
 
 
 class PodStrategy(Strategy):
     resource = ResourceType("", "v1", "pods", "Pod", True, short_names=("po",), categories=("all",),
-                            subresources=("status", "binding", "eviction", "log"))
+                            subresources=("status", "binding", "eviction", "log", "exec", "attach", "portforward",
+                                          "proxy", "ephemeralcontainers"))
     subresources = {
         "binding": Subresource(("create",), ("", "v1", "Binding")),
         "eviction": Subresource(("create",), ("policy", "v1", "Eviction")),
         "log": Subresource(("get",), text=True),
+        # the connect storages of pkg/registry/core/pod/rest/subresources.go
+        "exec": Subresource(("create", "get"), ("", "v1", "PodExecOptions"), connect=True),
+        "attach": Subresource(("create", "get"), ("", "v1", "PodAttachOptions"), connect=True),
+        "portforward": Subresource(("create", "get"), ("", "v1", "PodPortForwardOptions"), connect=True),
+        "proxy": Subresource(PROXY_VERBS, ("", "v1", "PodProxyOptions"), connect=True),
+        "ephemeralcontainers": Subresource(),
     }
     has_generation = True
     returns_deleted_object = True
@@ -69,9 +76,20 @@ class PodStrategy(Strategy):
     def warnings_on_create(self, obj: dict) -> list[str]:
         return pod_warnings.pod_warnings(obj)
 
+    def prepare_for_update(self, new: dict, old: dict, subresource: str | None = None) -> dict:
+        if subresource == "ephemeralcontainers":
+            # podEphemeralContainersStrategy: only spec.ephemeralContainers from the request (updatePodGeneration too)
+            new = defaults.drop_non_ephemeral_container_updates(new, old)
+            if new["spec"] != old.get("spec"):
+                new["metadata"]["generation"] = int(old["metadata"].get("generation", 1)) + 1
+            return new
+        return super().prepare_for_update(new, old, subresource)
+
     def validate_update(self, new: dict, old: dict, subresource: str | None = None) -> list:
         if subresource == "status":
             return validation.validate_pod_status_update(new, old)
+        if subresource == "ephemeralcontainers":
+            return validation.validate_pod_ephemeral_containers_update(new, old)
         return validation.validate_pod_update(new, old)
 
     def grace_period(self, obj: dict, requested: int | None) -> int:

@@ -11,12 +11,13 @@ from ..printers import Printer
 from ..printers import core as printers
 from ..registry import ResourceType
 from ..validation import core as validation
-from .strategy import Context, Strategy
+from .strategy import PROXY_VERBS, Context, Strategy, Subresource
 
 
 class ServiceStrategy(Strategy):
     resource = ResourceType("", "v1", "services", "Service", True, short_names=("svc",), categories=("all",),
-                            subresources=("status",))
+                            subresources=("status", "proxy"))
+    subresources = {"proxy": Subresource(PROXY_VERBS, ("", "v1", "ServiceProxyOptions"), connect=True)}
     returns_deleted_object = True
     allow_create_on_update = True
     printer = Printer(printers.service_columns, printers.service_cells)

@@ -48,10 +48,14 @@ class Subresource:
     kind: tuple[str, str, str] | None = None
     # The storage answers GET with plain text (pods/log), not an object.
     text: bool = False
+    # A connect storage (exec, attach, portforward, proxy): it takes the connection over (server/connect.py).
+    connect: bool = False
 
 
 STATUS = Subresource()
 SCALE = Subresource(kind=("autoscaling", "v1", "Scale"))
+# The proxy storages of pods, services and nodes (pkg/registry/core/*/rest/proxy.go): every verb but list/watch.
+PROXY_VERBS = ("create", "delete", "get", "patch", "update")
 
 
 class Context(Protocol):

@@ -24,6 +24,7 @@ from .logs import LogProvider
 from .nodeagent import NodeAgent
 from .podworker import PodWorker
 from .settings import load_lifecycle
+from .streaming import StreamingServer
 
 log = logging.getLogger("gpulab.kubelet")
 _SLICE = 0.02   # seconds of work per loop callback before other tasks get a turn
@@ -58,6 +59,7 @@ class Kubelet:
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
         self.api.log_provider = LogProvider(self)
+        self.api.node_streams = StreamingServer(self)
         self.api.subscribe("nodes", self._on_node)
         self.api.subscribe("pods", self._on_pod)
         try:
@@ -185,6 +187,11 @@ class Kubelet:
     # --- pods ---------------------------------------------------------------------
     def workers_on(self, node: str) -> list[PodWorker]:
         return [self.workers[uid] for uid in self._by_node.get(node, ()) if uid in self.workers]
+
+    def wake(self, uid: str) -> None:
+        """Sync a pod now (an attached session's input reached one of its programs)."""
+        if uid in self.workers:
+            self._enqueue(uid)
 
     def _enqueue(self, uid: str) -> None:
         self._submit(("pod", uid), lambda: self._sync_pod(uid))

@@ -25,6 +25,8 @@ from importlib import resources
 
 import yaml
 
+from .serving import HttpService, parse_serves
+
 DEFAULT_DOMAIN = "docker.io"
 _LEGACY_DEFAULT_DOMAINS = ("index.docker.io", "registry-1.docker.io")
 _PATH_COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*$")
@@ -109,6 +111,7 @@ class Behaviour:
     on_stop_exit: int = 0
     needs_gpu: bool = False
     no_gpu_script: str = ""
+    serves: tuple[HttpService, ...] = ()      # the ports it listens on while serving (serving.py)
 
     @property
     def handles_stop(self) -> bool:
@@ -205,7 +208,7 @@ def _behaviour(spec: dict) -> Behaviour:
     return Behaviour(script=spec.get("script", ""), serve=bool(spec.get("serve")),
                      on_stop_script=(stop or {}).get("script", "") if stop is not None else None,
                      on_stop_exit=int((stop or {}).get("exit", 0)), needs_gpu=bool(spec.get("needsGpu")),
-                     no_gpu_script=spec.get("noGpu", ""))
+                     no_gpu_script=spec.get("noGpu", ""), serves=parse_serves(spec.get("serves")))
 
 
 def load_catalog(text: str) -> Catalog:

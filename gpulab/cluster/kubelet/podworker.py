@@ -26,7 +26,7 @@ from .containerenv import (ContainerConfigError, MountError, container_argv, con
 from .images import Image, ImageReference, InvalidReference, PullError, parse_reference
 from .process import Process
 from .shell import World
-from .shell.utilities import UTILITIES
+from .exec import start_failure
 
 if TYPE_CHECKING:
     from .agent import Kubelet
@@ -89,10 +89,11 @@ class Instance:
 class ContainerRun:
     """A container of the pod spec and its runs: the current one, the previous one, why it waits."""
 
-    def __init__(self, spec: dict, init: bool):
+    def __init__(self, spec: dict, init: bool, ephemeral: bool = False):
         self.spec = spec
         self.name = spec["name"]
         self.init = init
+        self.ephemeral = ephemeral                       # added by pods/ephemeralcontainers; never restarted
         self.sidecar = init and podstatus.is_sidecar(spec)
         self.current: Instance | None = None
         self.previous: Instance | None = None
@@ -127,6 +128,7 @@ class PodWorker:
             self.runs[c["name"]] = ContainerRun(c, True)
         for c in pod["spec"].get("containers") or ():
             self.runs[c["name"]] = ContainerRun(c, False)
+        self._add_ephemeral(pod)
         self.terminal = False            # podIsTerminal: nothing will run again
         self.forced: tuple[str, str, str] | None = None   # (phase, reason, message) decided by the kubelet
         self.rejected = False            # refused at admission: the status is only phase, reason and message
@@ -197,7 +199,8 @@ class PodWorker:
             env, argv = self._config(run, image)
         except (InvalidReference, PullError, ContainerConfigError):
             return
-        inst.process = Process(self._world(run, image, env), argv, inst.started)
+        inst.process = Process(self._world(run, image, env), argv, inst.started, stdin=bool(run.spec.get("stdin")),
+                               tty=bool(run.spec.get("tty")))
         self._advance(run, now)
 
     # --- the sync loop ------------------------------------------------------
@@ -208,6 +211,7 @@ class PodWorker:
             self.stop_all(now)
             return
         self.pod = pod
+        self._add_ephemeral(pod)
         phase = (pod.get("status") or {}).get("phase")
         if not self.terminal and phase in podstatus.TERMINAL_PHASES and self.admitted:
             self._terminated_elsewhere(now)
@@ -228,6 +232,12 @@ class PodWorker:
         if not self._ready_to_start(now):
             return
         self._sync_containers(now)
+
+    def _add_ephemeral(self, pod: dict) -> None:
+        """Ephemeral containers appear in the spec of a running pod (kubectl debug); each starts once."""
+        for c in pod["spec"].get("ephemeralContainers") or ():
+            if c["name"] not in self.runs:
+                self.runs[c["name"]] = ContainerRun(c, False, ephemeral=True)
 
     def stop_all(self, now: float) -> None:
         """The pod object (or its node) is gone: stop everything, write nothing more."""
@@ -333,9 +343,11 @@ class PodWorker:
                 self._resume(run, now)
             self._advance(run, now)
         if self._initialized(now):
-            for run in (r for r in self.runs.values() if not r.init):
+            for run in (r for r in self.runs.values() if not r.init and not r.ephemeral):
                 if not self._drive(run, now):
                     break
+            for run in (r for r in self.runs.values() if r.ephemeral):
+                self._drive(run, now)
         self._check_completion(now)
 
     def _initialized(self, now: float) -> bool:
@@ -365,6 +377,8 @@ class PodWorker:
         """kubecontainer.ShouldContainerBeRestarted for a container whose last run exited."""
         if run.sidecar:
             return True
+        if run.ephemeral:
+            return False
         policy = self.pod["spec"].get("restartPolicy", "Always")
         code = run.current.exit_code
         if run.init:
@@ -541,7 +555,7 @@ class PodWorker:
             self._wake(now)
             return True
         inst.started = now
-        inst.process = Process(world, argv, now)
+        inst.process = Process(world, argv, now, stdin=bool(run.spec.get("stdin")), tty=bool(run.spec.get("tty")))
         self._event("Normal", "Started", "Container started", run.name)
         self._advance(run, now)
         self.k.mark_dirty(self)
@@ -550,15 +564,8 @@ class PodWorker:
     @staticmethod
     def _start_failure(world: World, argv: list[str]) -> str | None:
         """runc's error when PID 1's program cannot be executed."""
-        prog = world.find_program(argv, UTILITIES)
-        name = argv[0]
-        if prog is None:
-            if "/" in name:
-                return _RUNC + f'exec: "{name}": stat {name}: no such file or directory: unknown'
-            return _RUNC + f'exec: "{name}": executable file not found in $PATH: unknown'
-        if prog.kind == "script" and not world.files.executable(world.files.normalize(name, world.workdir)):
-            return _RUNC + f'exec: "{name}": permission denied: unknown'
-        return None
+        detail = start_failure(world, argv)
+        return None if detail is None else f"{_RUNC}{detail}: unknown"
 
     def _check_completion(self, now: float) -> None:
         """A pod whose containers will not run again is terminal: its sandbox goes away."""
@@ -620,9 +627,13 @@ class PodWorker:
         """(init container statuses in spec order, regular ones sorted by name)."""
         has_init = self._has_init()
         inits = [self._container_status(r, has_init) for r in self.runs.values() if r.init]
-        regular = sorted((self._container_status(r, has_init) for r in self.runs.values() if not r.init),
-                         key=lambda s: s["name"])
+        regular = sorted((self._container_status(r, has_init) for r in self.runs.values()
+                          if not r.init and not r.ephemeral), key=lambda s: s["name"])
         return inits, regular
+
+    def ephemeral_statuses(self) -> list[dict]:
+        """ephemeralContainerStatuses, in spec order (waiting with no reason until the kubelet starts one)."""
+        return [self._container_status(r, False) for r in self.runs.values() if r.ephemeral]
 
     def _container_status(self, run: ContainerRun, has_init: bool) -> dict:
         spec = run.spec
@@ -643,7 +654,7 @@ class PodWorker:
             if inst.running:
                 status["state"] = {"running": {"startedAt": rfc3339(inst.started)}}
                 status["started"] = True
-                status["ready"] = not run.init or run.sidecar
+                status["ready"] = (not run.init or run.sidecar) and not run.ephemeral
                 resources = {k: {n: v for n, v in (spec.get("resources") or {}).get(k, {}).items()
                                  if n in ("cpu", "memory", "ephemeral-storage")}
                              for k in ("limits", "requests")}
@@ -708,6 +719,9 @@ class PodWorker:
         if inits:
             status["initContainerStatuses"] = inits
         status["containerStatuses"] = regular
+        ephemeral = self.ephemeral_statuses()
+        if ephemeral:
+            status["ephemeralContainerStatuses"] = ephemeral
         if old.get("qosClass"):
             status["qosClass"] = old["qosClass"]
         if generation is not None:

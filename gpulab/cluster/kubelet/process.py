@@ -6,6 +6,11 @@ one timer and no task. Time inside the process is virtual and exact (``sleep 1``
 line exactly one second later); a process started in the past (the node agent restarted) is simply
 advanced through that past, rebuilding its log.
 
+A container created with ``stdin: true`` has a live stdin (shell/terminal.py) that attach sessions feed; a
+program waiting on it costs no timer either, and :meth:`Process.input_arrived` wakes it. Output goes to the
+log and to every attached session (``listeners``); with ``tty: true`` the container's terminal
+(tty.py) echoes what attached users type, and its Ctrl-C interrupts the program.
+
 Stopping follows the runtime's two steps: the stop signal is delivered to PID 1, which exits if its
 program handles it (``onStop`` in data/images.yaml) and otherwise ignores it, as any PID 1 without a
 handler does; the kill at the end of the grace period always ends it with 137 (SIGKILL).
@@ -16,8 +21,12 @@ import logging
 import math
 from collections import deque
 
+from typing import Callable
+
 from .shell import Shell, World
 from .shell.interpreter import ExitShell, Spin
+from .shell.terminal import EXIT_INTERRUPTED, InputStream, Interrupted
+from .tty import LineDiscipline
 
 log = logging.getLogger("gpulab.kubelet")
 LOG_LINES_KEPT = 10_000   # per container instance; older lines are dropped (the kubelet rotates at 10Mi)
@@ -25,16 +34,22 @@ EXIT_KILLED = 137
 
 
 class Process:
-    def __init__(self, world: World, argv: list[str], started: float):
+    def __init__(self, world: World, argv: list[str], started: float, *, stdin: bool = False, tty: bool = False):
         self.world = world
         self.started = started
         self.wake: float | None = started        # virtual time of the next step; None: waits forever
         self.exit_code: int | None = None
         self.finished: float | None = None
         self.log: deque[tuple[int, str]] = deque(maxlen=LOG_LINES_KEPT)   # (time in ns, line)
+        self.listeners: list[Callable[[str], None]] = []   # attached sessions: called with each output chunk
+        self.stdin = InputStream(terminal=tty) if stdin else None
+        self.terminal = LineDiscipline(self.stdin, self._write, self.interrupt) if stdin and tty else None
+        self._reading = False
+        self._pending: BaseException | None = None
         self._partial = ""
         world.time = started
-        self._program = Shell(world, flavour=world.image.shell or "dash", is_pid1=True).exec_program(argv)
+        self._program = Shell(world, flavour=world.image.shell or "dash", is_pid1=True,
+                              stdin=self.stdin).exec_program(argv)
 
     @property
     def running(self) -> bool:
@@ -45,12 +60,19 @@ class Process:
         while self.exit_code is None and self.wake is not None and self.wake <= now:
             self.world.time = self.wake
             try:
-                kind, value = next(self._program)
+                if self._pending is not None:
+                    pending, self._pending = self._pending, None
+                    kind, value = self._program.throw(pending)
+                else:
+                    kind, value = next(self._program)
             except StopIteration as stop:
                 self._finish(stop.value or 0)
                 return
             except (ExitShell, Spin) as exc:   # raised past the outermost shell: treat like its exit
                 self._finish(getattr(exc, "status", 0))
+                return
+            except Interrupted:
+                self._finish(EXIT_INTERRUPTED)
                 return
             except Exception:  # noqa: BLE001 - an interpreter bug ends this program, not the node agent
                 log.exception("kubelet: the interpreter failed on %r", self.world.image.repository)
@@ -61,7 +83,27 @@ class Process:
             elif kind == "sleep":
                 self.world.slept()
                 self.wake = None if value == math.inf else self.wake + value
+            elif kind == "read":
+                self.world.slept()
+                self._reading = not self.stdin.ready
+                if self._reading:
+                    self.wake = None
 
+    def poke(self, now: float) -> bool:
+        """After an attached session's input: True when the program must run now (it was waiting on its stdin
+        and input or its end arrived, or Ctrl-C interrupted it)."""
+        if self.exit_code is not None:
+            return False
+        if self._pending is not None or (self._reading and self.stdin.ready):
+            self._reading = False
+            self.wake = now
+            return True
+        return False
+
+    def interrupt(self) -> None:
+        """Ctrl-C on the container's terminal: SIGINT, delivered when the program next runs (see :meth:`poke`)."""
+        if self.exit_code is None:
+            self._pending = Interrupted()
     def stop(self, now: float) -> bool:
         """Deliver the stop signal; True when the program exits because of it."""
         if self.exit_code is not None:
@@ -94,7 +136,13 @@ class Process:
             self.world.time = now
             self._finish(EXIT_KILLED)
 
+    def emit(self, text: str) -> None:
+        """Output of the running program that the program itself did not yield (a server's access log)."""
+        self._write(text)
+
     def _write(self, text: str) -> None:
+        for listener in list(self.listeners):
+            listener(text)
         text = self._partial + text
         *lines, self._partial = text.split("\n")
         stamp = int(self.world.time * 1e9)

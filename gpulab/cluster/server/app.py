@@ -22,7 +22,7 @@ from ..api import Api
 from ..errors import ApiError, bad_request, internal, method_not_allowed, unauthorized
 from ..registry import ResourceType
 from ..selectors import matches_fields, matches_labels, parse_label_selector
-from . import negotiation, paths, protobuf, watch
+from . import connect, negotiation, paths, protobuf, watch
 
 log = logging.getLogger("gpulab.apiserver")
 
@@ -153,6 +153,8 @@ class ApiServer:
             if method != "GET":
                 raise method_not_allowed()
             return await self._logs(request, t)
+        if t.subresource in connect.SUBRESOURCES and t.name is not None:
+            return await connect.serve(self.api, request, t)
         if method == "GET":
             if t.name is None or t.legacy_watch:
                 if q.get("watch") in ("true", "1") or t.legacy_watch:

@@ -52,6 +52,8 @@ def resolve(registry: Registry, path: str) -> Target | None:
         raise _not_found()
     name = rest[1] if len(rest) >= 2 else None
     sub = "/".join(rest[2:]) if len(rest) >= 3 else None
+    if sub is not None and rest[2] == "proxy" and "proxy" in rt.subresources:
+        sub = "proxy"   # the rest of the path is the proxied one (server/proxy.py)
     if sub is not None and sub not in rt.subresources:
         raise _not_found()
     if rt.namespaced and namespace is None and name is not None:

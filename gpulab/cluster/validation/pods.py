@@ -311,7 +311,7 @@ def _go_field(json_name: str) -> str:
     return json_name[:1].upper() + json_name[1:]
 
 
-def spec_diff(old: dict, new: dict) -> str:
+def spec_diff(old: dict, new: dict, type_name: str = "core.PodSpec") -> str:
     """A cmp.Diff-shaped summary of the changed PodSpec fields.
 
     Upstream prints go-cmp's diff of the internal Go structs (which even mixes
@@ -322,7 +322,7 @@ def spec_diff(old: dict, new: dict) -> str:
     import orjson
 
     keys = sorted(set(old) | set(new))
-    lines = ["  core.PodSpec{"]
+    lines = [f"  {type_name}{{"]
     same = 0
     for key in keys:
         if old.get(key) == new.get(key):
@@ -393,6 +393,29 @@ def validate_pod_update(new: dict, old: dict) -> list[FieldError]:
         errs.append(forbidden(SPEC, "pod updates may not change fields other than "
                                     + ",".join(UPDATABLE_POD_SPEC_FIELDS) + "\n"
                                     + spec_diff(normalized(ospec), normalized(munged))))
+    return errs
+
+
+def validate_pod_ephemeral_containers_update(new: dict, old: dict) -> list[FieldError]:
+    """ValidatePodEphemeralContainersUpdate: the pod as a whole, then no existing ephemeral container removed
+    or changed (patches do not keep their order, so each is found by name)."""
+    nmeta, ometa = new.get("metadata") or {}, old.get("metadata") or {}
+    errs = validate_object_meta_update(nmeta, ometa)
+    errs.extend(_metadata_and_spec(new))
+    errs.extend(_annotation_updates(nmeta, ometa, new.get("spec") or {}))
+    if _MIRROR in (ometa.get("annotations") or {}):
+        return [forbidden("", "static pods do not support ephemeral containers")]
+    path = SPEC.child("ephemeralContainers")
+    by_name = {c.get("name"): c for c in (new.get("spec") or {}).get("ephemeralContainers") or []}
+    for old_container in (old.get("spec") or {}).get("ephemeralContainers") or []:
+        name = old_container.get("name")
+        current = by_name.get(name)
+        if current is None:
+            errs.append(forbidden(path, f'existing ephemeral containers "{name}" may not be removed\n'))
+        elif normalized(current) != normalized(old_container):
+            errs.append(forbidden(path, f'existing ephemeral containers "{name}" may not be changed\n'
+                                  + spec_diff(normalized(old_container), normalized(current),
+                                              "core.EphemeralContainer")))
     return errs
 
 

@@ -16,6 +16,7 @@ import re
 from typing import Callable, Generator
 
 from .parse import AndOr, For, Group, If, Loop, Parser, Pipeline, Redirect, Seq, ShellSyntaxError, Simple, Word
+from .terminal import InputStream
 from .world import Action, Program, World
 
 Gen = Generator[Action, None, int]
@@ -108,6 +109,21 @@ class Shell:
                 yield ("out", text)
         else:
             sink.write(text)
+
+    def read_stdin(self) -> Generator[Action, None, str]:
+        """All of standard input: a fixed text, or a live stream read to its end."""
+        if isinstance(self.stdin, InputStream):
+            return (yield from self.stdin.read_all())
+        return self.stdin or ""
+
+    def read_stdin_line(self) -> Generator[Action, None, str | None]:
+        """The next line of standard input (with its newline); None at its end."""
+        if isinstance(self.stdin, InputStream):
+            return (yield from self.stdin.readline())
+        if not self.stdin:
+            return None
+        line, newline, self.stdin = self.stdin.partition("\n")
+        return line + newline
 
     def error(self, message: str) -> Generator[Action, None, None]:
         """A diagnostic prefixed the way this shell prefixes them (``sh: 1: ...``)."""
@@ -325,6 +341,7 @@ class Shell:
             except ExitShell as exc:
                 status = exc.status
             if b.serve and script is b.script:
+                self.world.listen(b.serves)
                 yield ("sleep", math.inf)
             return status
         if prog.kind == "script":

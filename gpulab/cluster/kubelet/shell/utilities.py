@@ -14,8 +14,10 @@ import re
 from datetime import datetime, timezone
 from typing import Callable, Generator
 
+from . import interactive
 from .interpreter import ExitShell, Gen, Shell
 from .parse import Parser
+from .terminal import InputStream
 
 Utility = Callable[[Shell, list[str]], Gen]
 
@@ -35,7 +37,7 @@ def _err(sh: Shell, prog: str, message: str) -> Generator:
 def _input_of(sh: Shell, prog: str, files: list[str]) -> Generator[tuple, None, tuple[str, int]]:
     """The concatenated text of ``files`` (stdin when none), and 1 if one could not be read."""
     if not files or files == ["-"]:
-        return sh.stdin or "", 0
+        return (yield from sh.read_stdin()), 0
     chunks, status = [], 0
     for name in files:
         path = sh.world.files.normalize(name, sh.cwd)
@@ -285,7 +287,12 @@ def false(sh: Shell, argv: list[str]) -> Gen:
 
 # --- files --------------------------------------------------------------------
 def cat(sh: Shell, argv: list[str]) -> Gen:
-    text, status = yield from _input_of(sh, "cat", [a for a in argv[1:] if a != "-u"])
+    files = [a for a in argv[1:] if a != "-u"]
+    if not files and isinstance(sh.stdin, InputStream):   # a live stdin is copied as it arrives, line by line
+        while (line := (yield from sh.read_stdin_line())) is not None:
+            yield from _out(sh, line)
+        return 0
+    text, status = yield from _input_of(sh, "cat", files)
     yield from _out(sh, text)
     return status
 
@@ -410,7 +417,7 @@ def tr(sh: Shell, argv: list[str]) -> Gen:
     if not args or (not delete and len(args) < 2):
         yield from _err(sh, "tr", "missing operand")
         return 1
-    text = sh.stdin or ""
+    text = yield from sh.read_stdin()
     first = _tr_set(args[0])
     if delete:
         out = "".join(c for c in text if c not in first)
@@ -464,7 +471,7 @@ def cut(sh: Shell, argv: list[str]) -> Gen:
 
 def tee(sh: Shell, argv: list[str]) -> Gen:
     append = "-a" in argv[1:]
-    text = sh.stdin or ""
+    text = yield from sh.read_stdin()
     for name in (a for a in argv[1:] if not a.startswith("-")):
         path = sh.world.files.normalize(name, sh.cwd)
         old = sh.world.files.read(path) if append else None
@@ -674,12 +681,13 @@ def shell(sh: Shell, argv: list[str]) -> Gen:
     invoked = posixpath.basename(argv[0])
     flavour = {"bash": "bash", "ash": "ash", "dash": "dash"}.get(invoked, sh.world.image.shell or "dash")
     args = argv[1:]
-    errexit = xtrace = False
+    errexit = xtrace = forced = False
     script = None
     while args and args[0].startswith("-") and args[0] not in ("-", "--"):
         opts = args.pop(0)[1:]
         errexit |= "e" in opts
         xtrace |= "x" in opts
+        forced |= "i" in opts
         if "c" in opts:
             if not args:
                 yield from sh.emit(2, f"{argv[0]}: -c: option requires an argument\n" if flavour == "bash"
@@ -706,6 +714,8 @@ def shell(sh: Shell, argv: list[str]) -> Gen:
         child.argv0, child.positional = args[0], args[1:]
         child.is_pid1 = False
         return (yield from child.run_source(text))
+    if isinstance(sh.stdin, InputStream):
+        return (yield from interactive.run_commands(child, sh.stdin, interactive=forced or sh.stdin.terminal))
     if sh.stdin:
         return (yield from child.run_source(sh.stdin))
     return 0
@@ -796,10 +806,10 @@ def run_builtin(sh: Shell, argv: list[str]) -> Gen:
             return 2
         return (yield from sh.run_seq(Parser(text).parse_script()))
     if name == "read":
-        if not sh.stdin:
+        line = yield from sh.read_stdin_line()
+        if line is None:
             return 1
-        line, _, rest = sh.stdin.partition("\n")
-        sh.stdin = rest
+        line = line.removesuffix("\n")
         names = [a for a in args if not a.startswith("-")] or ["REPLY"]
         values = line.split(None, len(names) - 1)
         for i, var in enumerate(names):

@@ -113,6 +113,8 @@ class World:
     time: float = 0.0
     # How PID 1 reacts to the stop signal (None: ignores it).
     pid1_stop: StopHandler | None = None
+    # The ports a program of this container listens on (a serving behaviour's ``serves``), by number.
+    listening: dict = field(default_factory=dict)
     _budget: int = 0
 
     @property
@@ -136,6 +138,11 @@ class World:
         if name in utilities:
             return Program(name, "utility")
         return Program(name, "opaque")
+
+    def listen(self, services) -> None:
+        """A serving program has started: its ports accept connections (kubelet/serving.py answers them)."""
+        for service in services:
+            self.listening[service.port] = service
 
     def spend(self) -> bool:
         """Count one executed command; False once a process has run too long without letting time pass."""

@@ -1,0 +1,161 @@
+"""``kubectl exec``: a program started in a running container, as the runtime's exec does (runc exec).
+
+The program runs in the container's world (shell/world.py): its files, the environment the kubelet
+computed for the container (plus ``TERM=xterm`` with a TTY, as containerd adds), the programs the image
+and the runtime's injected ``commands`` provide. Unlike the container's own process, which runs on the
+node agent's virtual clock, an exec'd program runs in real time while its client is connected: ``sleep
+2`` takes two seconds, a read waits for the client's input. Its standard streams are the session's: what
+it writes goes to :attr:`ExecSession.output` as ``(fd, bytes)`` (fd 1 only with a TTY, whose terminal
+also echoes input and turns Ctrl-C into SIGINT, see tty.py), and ``None`` ends the output.
+
+A program the image does not have fails to start with runc's words (:func:`start_failure`), reported to
+the client as an error rather than an exit code, as containerd does.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import math
+from typing import Callable
+
+from .shell import Shell, World
+from .shell.interpreter import ExitShell, Spin
+from .shell.terminal import EXIT_INTERRUPTED, InputStream, Interrupted
+from .shell.utilities import UTILITIES
+from .tty import LineDiscipline, onlcr
+
+log = logging.getLogger("gpulab.kubelet")
+_CHECK_ALIVE = 1.0   # seconds between checks that the container still runs, while the program waits
+EXIT_KILLED = 137
+
+
+def start_failure(world: World, argv: list[str]) -> str | None:
+    """runc's reason a program cannot be executed in ``world`` (``exec: "x": executable file not found in
+    $PATH``), or None when it can."""
+    prog = world.find_program(argv, UTILITIES)
+    name = argv[0]
+    if prog is None:
+        if "/" in name:
+            return f'exec: "{name}": stat {name}: no such file or directory'
+        return f'exec: "{name}": executable file not found in $PATH'
+    if prog.kind == "script" and not world.files.executable(world.files.normalize(name, world.workdir)):
+        return f'exec: "{name}": permission denied'
+    return None
+
+
+class _Sink:
+    """A standard stream of the program: text goes to the session's output queue."""
+
+    def __init__(self, session: "ExecSession", fd: int):
+        self.session, self.fd = session, fd
+
+    def write(self, text: str) -> None:
+        self.session.emit(self.fd, text)
+
+
+class ExecSession:
+    def __init__(self, world: World, argv: list[str], *, stdin: bool, tty: bool, clock: Callable[[], float],
+                 alive: Callable[[], bool]):
+        env = list(world.env)
+        if tty and not any(name == "TERM" for name, _ in env):
+            env.append(("TERM", "xterm"))
+        self.world = dataclasses.replace(world, env=env, time=clock(), pid1_stop=None, listening={}, _budget=0)
+        self.tty = tty
+        self.clock = clock
+        self.alive = alive
+        self.output: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue()
+        self.stdin = InputStream(terminal=tty) if stdin else None
+        self.terminal = LineDiscipline(self.stdin, lambda text: self.emit(1, text), self.interrupt) \
+            if tty and stdin else None
+        self._interrupted = False
+        self._wakeup = asyncio.Event()
+        out = _Sink(self, 1)
+        shell = Shell(self.world, flavour=world.image.shell or "dash", fds={1: out, 2: out if tty else _Sink(self, 2)},
+                      stdin=self.stdin)
+        self._program = shell.exec_program(argv)
+
+    # --- the client's side -------------------------------------------------------
+    def write_stdin(self, data: bytes) -> None:
+        if self.stdin is None:
+            return
+        text = data.decode(errors="replace")
+        if self.terminal is not None:
+            self.terminal.input(text)
+        else:
+            self.stdin.feed(text)
+        self._wakeup.set()
+
+    def close_stdin(self) -> None:
+        if self.stdin is not None:
+            self.stdin.close()
+            self._wakeup.set()
+
+    def interrupt(self) -> None:
+        self._interrupted = True
+        self._wakeup.set()
+
+    def emit(self, fd: int, text: str) -> None:
+        if text:
+            self.output.put_nowait((fd, (onlcr(text) if self.tty else text).encode()))
+
+    # --- running -------------------------------------------------------------------
+    async def run(self) -> int:
+        """Run the program to its end; its exit code. The output queue ends with None."""
+        try:
+            return await self._drive()
+        finally:
+            self.output.put_nowait(None)
+
+    async def _drive(self) -> int:
+        throw: BaseException | None = None
+        while True:
+            self.world.time = self.clock()
+            try:
+                kind, value = self._program.throw(throw) if throw is not None else next(self._program)
+            except StopIteration as stop:
+                return stop.value or 0
+            except ExitShell as exc:
+                return exc.status
+            except Interrupted:
+                return EXIT_INTERRUPTED
+            except Spin:
+                kind, value, self._program = "sleep", math.inf, _forever()
+            except Exception:  # noqa: BLE001 - an interpreter bug ends this program, not the node agent
+                log.exception("kubelet: the interpreter failed in an exec session")
+                return 1
+            throw = None
+            if kind == "out":
+                self.emit(1, value)
+                continue
+            self.world.slept()
+            if kind == "sleep":
+                ended = await self._wait(lambda: False, value)
+            else:
+                ended = await self._wait(lambda: self.stdin is None or self.stdin.ready, math.inf)
+            if ended:
+                return EXIT_KILLED
+            if self._interrupted:
+                self._interrupted = False
+                throw = Interrupted()
+
+    async def _wait(self, ready: Callable[[], bool], seconds: float) -> bool:
+        """Wait ``seconds``, or until ``ready()`` or an interrupt; True when the container stopped meanwhile."""
+        deadline = self.clock() + seconds
+        while not ready() and not self._interrupted:
+            left = deadline - self.clock()
+            if left <= 0:
+                return False
+            self._wakeup.clear()
+            try:
+                await asyncio.wait_for(self._wakeup.wait(), min(left, _CHECK_ALIVE))
+            except asyncio.TimeoutError:
+                pass
+            if not self.alive():
+                return True
+        return False
+
+
+def _forever():
+    yield ("sleep", math.inf)
+    return 0
