@@ -167,6 +167,21 @@ def test_nvidia_smi_in_an_exclusive_pod(cluster, installed):
     cluster.kubectl("delete", "pod", "smi-exclusive", "--wait=false")
 
 
+def test_nvidia_smi_by_exec_shows_the_allocated_gpu(cluster, installed):
+    wait_for(lambda: allocatable(cluster, H100_NODE) == "8", timeout=90, what="H100 capacity")
+    apply(cluster, gpu_pod("smi-exec", "sleep, infinity"))
+    wait_for(lambda: pod_phase(cluster, "smi-exec") == "Running", what="the GPU pod to run")
+    uuid = cluster.kubectl("exec", "smi-exec", "--", "sh", "-c", "echo $NVIDIA_VISIBLE_DEVICES").stdout.strip()
+    assert cluster.kubectl("exec", "smi-exec", "--", "nvidia-smi", "-L").stdout == (
+        f"GPU 0: NVIDIA H100 80GB HBM3 (UUID: {uuid})\n")
+    cluster.kubectl("delete", "pod", "smi-exec", "--wait=false")
+    cluster.kubectl("run", "no-gpu", "--image=busybox", "--", "sleep", "3600")
+    wait_for(lambda: pod_phase(cluster, "no-gpu") == "Running", what="the CPU pod to run")
+    cpu = cluster.kubectl("exec", "no-gpu", "--", "nvidia-smi", check=False)
+    assert cpu.returncode == 1 and cpu.stderr.endswith('exec: "nvidia-smi": executable file not found in $PATH\n')
+    cluster.kubectl("delete", "pod", "no-gpu", "--wait=false")
+
+
 TIME_SLICING = """
 apiVersion: v1
 kind: ConfigMap

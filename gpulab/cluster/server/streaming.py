@@ -135,7 +135,7 @@ class PlainError(web.HTTPException):
 
     def __init__(self, status: int, text: str):
         self.status_code = status
-        super().__init__(text=text, content_type="text/plain", charset="utf-8")
+        super().__init__(text=text, content_type="text/plain")
 
 
 _plain = PlainError
