@@ -15,6 +15,8 @@ from typing import Callable
 from .process import Process
 from .tty import onlcr
 
+_POLL = 0.1
+
 
 class AttachSession:
     def __init__(self, process: Process, *, stdin: bool, tty: bool, stdin_once: bool, poke: Callable[[], None]):
@@ -24,7 +26,6 @@ class AttachSession:
         self._stdin_once = stdin_once
         self._poke = poke
         self.output: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue()
-        self._ended = asyncio.Event()
         process.listeners.append(self._on_output)
 
     def _on_output(self, text: str) -> None:
@@ -52,12 +53,8 @@ class AttachSession:
     async def run(self) -> int:
         """Wait for the program to exit (the session ends with it); the output queue ends with None."""
         try:
-            while self.process.running:
-                self._ended.clear()
-                try:
-                    await asyncio.wait_for(self._ended.wait(), 0.2)
-                except asyncio.TimeoutError:
-                    pass
+            while self.process.running:     # the node agent advances the program; its exit shows within a poll
+                await asyncio.sleep(_POLL)
             return self.process.exit_code or 0
         finally:
             self.detach()

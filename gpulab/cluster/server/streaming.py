@@ -18,13 +18,12 @@ upgrade (``Upgrade request required``). Then, by what the client asks for:
   ``X-Stream-Protocol-Version`` v4 down to v1.
 
 In all three, the session's first message is an empty one on the lowest writable channel, stdin's end
-reaches the program (v5 CLOSE, SPDY FIN), the resize channel takes ``{"Width":..,"Height":..}``, and with
-a TTY stderr merges into stdout.
+reaches the program (v5 CLOSE, SPDY FIN), the resize channel's ``{"Width":..,"Height":..}`` are read and
+dropped (no emulated program draws a screen), and with a TTY stderr merges into stdout.
 """
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from dataclasses import dataclass
 from typing import Awaitable, Callable
@@ -35,7 +34,7 @@ from aiohttp import web
 from ..errors import bad_request, internal
 from ..kubelet.streaming import ContainerNotFound, ExecFailed, PodNotFound
 from . import rawupgrade
-from .channels import BASE64_CHANNEL, CHANNEL, ERROR, RESIZE, STDERR, STDIN, STDOUT, V4, V4_BASE64, V5, Channels
+from .channels import BASE64_CHANNEL, CHANNEL, ERROR, STDERR, STDIN, STDOUT, V4, V4_BASE64, V5, Channels
 from .spdy import SpdyConnection, SpdyStream
 
 log = logging.getLogger("gpulab.apiserver")
@@ -181,16 +180,6 @@ class _Streams:
         await self.send(STDOUT if self.opts.stdout else STDERR if self.opts.stderr else ERROR, b"")
 
 
-def _resize(session, payload: bytes) -> None:
-    for part in payload.decode(errors="replace").replace("}{", "}\n{").splitlines():
-        try:
-            size = json.loads(part)
-        except ValueError:
-            continue
-        if isinstance(size, dict) and hasattr(session, "resize"):
-            session.resize(size.get("Width", 0), size.get("Height", 0))
-
-
 async def _drive(session, streams: _Streams, client: Awaitable[None]) -> int | None:
     """Run the session while its output flows; the exit code, or None when the client went away first."""
     run = asyncio.ensure_future(session.run())
@@ -258,8 +247,7 @@ async def _client_input(channels: Channels, session) -> None:
                 session.close_stdin()
             else:
                 session.write_stdin(data)
-        elif channel == RESIZE and data:
-            _resize(session, data)
+        # RESIZE: terminal sizes are read and dropped (no emulated program draws a screen)
 
 
 async def _translated(api, request, pod, container, opts, exec_) -> web.StreamResponse:
@@ -387,9 +375,9 @@ async def _spdy_input(by_type: dict[str, SpdyStream], session) -> None:
             session.write_stdin(data)
         session.close_stdin()
 
-    async def resize(stream: SpdyStream) -> None:
-        while (data := await stream.read()) is not None:
-            _resize(session, data)
+    async def resize(stream: SpdyStream) -> None:      # read and dropped, as on the WebSocket
+        while await stream.read() is not None:
+            pass
 
     tasks = [stdin(by_type["stdin"])] if "stdin" in by_type else []
     if "resize" in by_type:
