@@ -254,33 +254,30 @@ def test_attach_follows_the_programs_output(pods):
         proc.wait(10)
 
 
-def test_run_interactive_attaches_to_the_shell(pods):
-    shell = pexpect.spawn(KUBECTL, ["run", "-it", "--rm", "once", "--image=busybox", "--restart=Never", "--", "sh"],
-                          env=pods.env(), encoding="utf-8", timeout=30)
+def attached_shell(cluster, *args: str, exchanges: list[tuple[str, str]]) -> int:
+    """Run kubectl ARGS on a terminal, press Enter at its hint (the prompt came before the attach), then send
+    each line and expect its answer; kubectl's exit status."""
+    shell = pexpect.spawn(KUBECTL, list(args), env=cluster.env(), encoding="utf-8", timeout=30)
     shell.expect_exact("If you don't see a command prompt, try pressing enter.")
     shell.send("\r")
     shell.expect_exact("/ # ")
-    shell.send("echo $HOSTNAME\r")
-    shell.expect_exact("once\r\n/ # ")
-    shell.send("exit 5\r")
-    shell.expect_exact('pod "once" deleted')
+    for line, answer in exchanges:
+        shell.send(line + "\r")
+        shell.expect_exact(answer)
     shell.expect(pexpect.EOF)
     shell.close()
-    assert shell.exitstatus == 5
+    return shell.exitstatus
+
+
+def test_run_interactive_attaches_to_the_shell(pods):
+    assert attached_shell(pods, "run", "-it", "--rm", "once", "--image=busybox", "--restart=Never", "--", "sh",
+                          exchanges=[("echo $HOSTNAME", "once\r\n/ # "), ("exit 5", 'pod "once" deleted')]) == 5
 
 
 # --- debug (ephemeral containers) ------------------------------------------------------------------------------
 def test_debug_starts_an_ephemeral_container_and_attaches(pods):
-    shell = pexpect.spawn(KUBECTL, ["debug", "-it", "box", "--image=busybox", "--target=box", "-c", "dbg"],
-                          env=pods.env(), encoding="utf-8", timeout=30)
-    shell.expect_exact("If you don't see a command prompt, try pressing enter.")
-    shell.send("\r")
-    shell.expect_exact("/ # ")
-    shell.send("echo debugging $HOSTNAME\r")
-    shell.expect_exact("debugging box\r\n/ # ")
-    shell.send("exit\r")
-    shell.expect(pexpect.EOF)
-    shell.close()
+    assert attached_shell(pods, "debug", "-it", "box", "--image=busybox", "--target=box", "-c", "dbg",
+                          exchanges=[("echo debugging $HOSTNAME", "debugging box\r\n/ # "), ("exit", "")]) == 0
     pod = json.loads(pods.kubectl("get", "pod", "box", "-o", "json").stdout)
     [spec] = pod["spec"]["ephemeralContainers"]
     assert (spec["name"], spec["targetContainerName"], spec["stdin"], spec["tty"]) == ("dbg", "box", True, True)

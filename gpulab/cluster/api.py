@@ -540,7 +540,8 @@ class Api:
                 raise bad_request(f"a container name must be specified for pod {pod_name}, choose one of: "
                                   f"[{' '.join(containers)}]")
             container = containers[0]
-        all_names = containers + [c["name"] for c in (pod.get("spec") or {}).get("initContainers", [])]
+        all_names = containers + [c["name"] for key in ("initContainers", "ephemeralContainers")
+                                  for c in (pod.get("spec") or {}).get(key, [])]
         if container not in all_names:
             raise bad_request(f"container {container} is not valid for pod {pod_name}")
         if self.log_provider is None:

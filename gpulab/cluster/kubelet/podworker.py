@@ -174,7 +174,8 @@ class PodWorker:
             self.sandbox = "ready"
             if not self.pod["spec"].get("hostNetwork"):
                 self.node.addresses.reserve(self.ip)
-        for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+        for cs in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or []),
+                   *(status.get("ephemeralContainerStatuses") or [])]:
             run = self.runs.get(cs["name"])
             if run is None:
                 continue

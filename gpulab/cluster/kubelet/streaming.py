@@ -72,10 +72,14 @@ class StreamingServer:
     # --- finding what runs ------------------------------------------------------
     def _worker(self, pod: dict) -> "PodWorker | None":
         worker = self.k.workers.get(pod["metadata"]["uid"])
-        if worker is None or worker.deleted or not self.k.agents.get(worker.node_name, None) or \
-                not self.k.agents[worker.node_name].started:
+        agent = self.k.agents.get(worker.node_name) if worker is not None else None
+        if worker is None or worker.deleted or agent is None or not agent.started:
             return None
         return worker
+
+    def has_pod(self, pod: dict) -> bool:
+        """The pod is on a started node agent (the kubelet's ``pod not found`` otherwise)."""
+        return self._worker(pod) is not None
 
     def _running(self, pod: dict, container: str) -> "tuple[PodWorker, Instance]":
         worker = self._worker(pod)
@@ -129,7 +133,7 @@ class StreamingServer:
 
     def connect(self, pod: dict, port: int) -> HttpConnection:
         """A connection to ``localhost:port`` inside the pod's network namespace (kubectl port-forward)."""
-        if self._worker(pod) is None:
+        if not self.has_pod(pod):
             raise PodNotFound(pod)
         found = self._listener(pod, port)
         if found is None:

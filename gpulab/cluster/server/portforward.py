@@ -27,7 +27,7 @@ from ..kubelet.streaming import PodNotFound, PortForwardFailed, sandbox_id
 from . import rawupgrade
 from .channels import V4, V4_BASE64, Channels
 from .spdy import SpdyConnection, SpdyStream
-from .streaming import PlainError, is_spdy, is_websocket, negotiate_spdy, websocket_protocols
+from .streaming import PlainError, assigned, is_spdy, is_websocket, negotiate_spdy, websocket_protocols
 
 log = logging.getLogger("gpulab.apiserver")
 
@@ -37,10 +37,9 @@ SPDY_PROTOCOL = "portforward.k8s.io"
 
 async def serve(api, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
     pod = api.get("pods", name, namespace)
-    if not (pod.get("spec") or {}).get("nodeName"):
-        raise bad_request(f"pod {name} does not have a host assigned")
+    assigned(pod)
     streams = api.node_streams
-    if streams is None or streams._worker(pod) is None:
+    if streams is None or not streams.has_pod(pod):
         raise PlainError(500, str(PodNotFound(pod)))
     if is_websocket(request):
         protocols = websocket_protocols(request)

@@ -96,11 +96,10 @@ def target_container(pod: dict, container: str) -> str:
     return container
 
 
-def assigned_pod(api, namespace: str, name: str) -> dict:
-    pod = api.get("pods", name, namespace)
+def assigned(pod: dict) -> None:
+    """streamLocation and PortForwardLocation: a pod the scheduler has not placed has no kubelet to ask."""
     if not (pod.get("spec") or {}).get("nodeName"):
-        raise bad_request(f"pod {name} does not have a host assigned")
-    return pod
+        raise bad_request(f"pod {pod['metadata']['name']} does not have a host assigned")
 
 
 def is_websocket(request: web.Request) -> bool:
@@ -215,8 +214,7 @@ async def serve(api, request: web.Request, namespace: str, name: str, exec_: boo
     opts = stream_options(request.query)
     pod = api.get("pods", name, namespace)
     container = target_container(pod, opts.container)
-    if not (pod.get("spec") or {}).get("nodeName"):
-        raise bad_request(f"pod {name} does not have a host assigned")
+    assigned(pod)
     if opts.tty:
         opts.stderr = False
     if is_websocket(request):
