@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import orjson
 
-from .goformat import go_duration
+from ..gofmt import go_duration
 from .serving import Request, Response
 
 _NOT_FOUND = Response(404, [("Content-Type", "text/plain; charset=utf-8"), ("X-Content-Type-Options", "nosniff")],
