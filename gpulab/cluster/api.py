@@ -13,10 +13,9 @@ from __future__ import annotations
 import time
 import uuid
 
-import orjson
 from typing import Callable
 
-from . import conversion, defaults, validation
+from . import conversion, defaults, jsonio, validation
 from .errors import (ApiError, already_exists, bad_request, conflict, forbidden_error, invalid_object, not_found,
                      FieldError, internal)
 from .objects import clone, random_suffix, rfc3339, rfc3339_micro
@@ -27,7 +26,7 @@ from .selectors import exact_field, matches_fields, matches_labels, parse_field_
 from .store import Change, Store
 from .validation import custom as custom_validation
 from .validation import crd as crd_validation
-from .validation import strict
+from .validation import go_decode, strict
 
 # Kinds whose objects get metadata.generation (their strategies set it on create and bump it on spec changes).
 _GENERATION_KINDS = {"pods", "deployments.apps", "replicasets.apps", "daemonsets.apps", "jobs.batch",
@@ -222,7 +221,11 @@ class Api:
     @staticmethod
     def _check_fields(rt, obj, field_validation: str, warnings: list | None, raw: bytes | None = None,
                       *, patched: bool = False) -> None:
-        """Server-side field validation: unknown (and, given the raw body, duplicate) fields."""
+        """Decoding into the Go type (:mod:`.validation.go_decode`), then server-side field validation: unknown
+        (and, given the raw body, duplicate) fields."""
+        undecodable = go_decode.decode_error(rt, obj, patched=patched)
+        if undecodable is not None:
+            raise undecodable
         if field_validation not in ("Strict", "Warn"):
             return
         messages = strict.strict_messages(rt, raw if raw is not None else obj)
@@ -230,7 +233,7 @@ class Api:
             return
         if field_validation == "Strict":
             if patched:
-                raise strict.strict_patch_error(messages, orjson.dumps(obj).decode())
+                raise strict.strict_patch_error(messages, jsonio.dumps(obj).decode())
             raise strict.strict_decoding_error(messages, kind=rt.kind, version=rt.version)
         if warnings is not None:
             warnings.extend(messages)
@@ -282,7 +285,7 @@ class Api:
 
     @staticmethod
     def _check_size(obj: dict) -> None:
-        size = len(orjson.dumps(obj))
+        size = len(jsonio.dumps(obj))
         if size > _MAX_OBJECT_BYTES:
             raise ApiError(413, "RequestEntityTooLarge", "etcdserver: request is too large")
 

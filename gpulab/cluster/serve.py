@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from .jsonio import allow_go_depth
 from .pki import ensure_pki
 from .runtime import Runtime, RuntimeConfig
 from .store import CorruptStateError
@@ -74,6 +75,8 @@ def main(argv: list[str] | None = None, addons: list[Addon] | None = None) -> in
     parser.add_argument("--dir", required=True, type=Path)
     parser.add_argument("--ready-fd", type=int)
     args = parser.parse_args(argv)
+    os.umask(0o077)  # the state folder holds Secrets in clear: every file the server creates is the owner's alone
+    allow_go_depth()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         config = load_config(args.dir)
