@@ -20,6 +20,7 @@ from .api import Api
 from .errors import ApiError
 from .pki import ClusterPKI
 from .server.app import ApiServer
+from .server.listener import Listener
 from .store import Store
 from .topology import NodeSpec, node_object
 
@@ -50,6 +51,7 @@ class Runtime:
         self.api = Api(self.store)
         self.tasks: list[asyncio.Task] = []
         self._runner: web.AppRunner | None = None
+        self._listener: Listener | None = None
         self._resource_hooks: dict[str, list[Callable[[], None]]] = {}
 
     # --- seeding ----------------------------------------------------------
@@ -110,9 +112,8 @@ class Runtime:
         server = ApiServer(self.api, self.config.pki.token)
         self._runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", self.config.port, ssl_context=ctx, backlog=512,
-                           reuse_address=True)
-        await site.start()
+        self._listener = Listener(self._runner, ctx, "127.0.0.1", self.config.port)
+        await self._listener.start()
         (self.config.state_dir / "endpoint.json").write_text(json.dumps(
             {"server": f"https://127.0.0.1:{self.config.port}"}))
 
@@ -132,6 +133,8 @@ class Runtime:
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self._listener is not None:
+            await self._listener.stop()
         if self._runner is not None:
             await self._runner.cleanup()
         self.store.close()

@@ -33,6 +33,7 @@ log = logging.getLogger("gpulab.apiserver.watch")
 BOOKMARK_INTERVAL = 60.0
 # cacher.go: a watcher's channel holds at most 1,000 events (maxWatchChanSizeWithIndexWithoutTrigger)
 MAX_PENDING_EVENTS = 1000
+WRITE_TIMEOUT = 60.0  # the apiserver's request timeout: no single write may wait longer for the client
 
 
 class _Filter:
@@ -112,10 +113,10 @@ async def serve(request: web.Request, api: Api, rt: ResourceType, *, namespace, 
         resp = await _start(request)
         first = True
         for kind, obj in initial:
-            await resp.write(_line(kind, encode(from_storage(rt, obj), first)))
+            await _send(request, resp, _line(kind, encode(from_storage(rt, obj), first)))
             first = False
         if bookmark_after_initial:
-            await resp.write(_line("BOOKMARK", _bookmark(rt, store.rv, initial_end=True)))
+            await _send(request, resp, _line("BOOKMARK", _bookmark(rt, store.rv, initial_end=True)))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout if timeout else None
         next_bookmark = loop.time() + BOOKMARK_INTERVAL
@@ -127,7 +128,7 @@ async def serve(request: web.Request, api: Api, rt: ResourceType, *, namespace, 
                 if deadline is not None and loop.time() >= deadline:
                     break
                 if allow_bookmarks:
-                    await resp.write(_line("BOOKMARK", _bookmark(rt, store.rv)))
+                    await _send(request, resp, _line("BOOKMARK", _bookmark(rt, store.rv)))
                 next_bookmark = loop.time() + BOOKMARK_INTERVAL
                 continue
             change = await pending.get(wait)
@@ -139,7 +140,7 @@ async def serve(request: web.Request, api: Api, rt: ResourceType, *, namespace, 
                 continue
             kind = classify(change, selected)
             if kind:
-                await resp.write(_line(kind, encode(from_storage(rt, change.obj), first)))
+                await _send(request, resp, _line(kind, encode(from_storage(rt, change.obj), first)))
                 first = False
         return resp
     except (ConnectionResetError, asyncio.CancelledError):
@@ -196,6 +197,17 @@ async def _error_event(request: web.Request, err: ApiError) -> web.StreamRespons
     resp = await _start(request)
     await resp.write(b'{"type":"ERROR","object":' + status.encode(err.status()).rstrip(b"\n") + b"}\n")
     return resp
+
+
+async def _send(request: web.Request, resp: web.StreamResponse, data: bytes) -> None:
+    """Write an event; a client that has read nothing for WRITE_TIMEOUT seconds is disconnected."""
+    try:
+        await asyncio.wait_for(resp.write(data), WRITE_TIMEOUT)
+    except asyncio.TimeoutError:
+        log.info("disconnecting a watch client that has read nothing for %gs", WRITE_TIMEOUT)
+        if request.transport is not None:
+            request.transport.abort()
+        raise ConnectionResetError("the watch client stopped reading") from None
 
 
 async def _start(request: web.Request) -> web.StreamResponse:
