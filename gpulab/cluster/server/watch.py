@@ -31,8 +31,9 @@ from . import status, versions
 log = logging.getLogger("gpulab.apiserver.watch")
 
 BOOKMARK_INTERVAL = 60.0
-# cacher.go: a watcher's channel holds at most 1,000 events (maxWatchChanSizeWithIndexWithoutTrigger)
-MAX_PENDING_EVENTS = 1000
+# watch_cache.go suggestedWatchChannelSize: a watcher's channel holds at most 100 events without an index
+# (maxWatchChanSizeWithoutIndex), 1,000 with one
+MAX_PENDING_EVENTS = 100
 WRITE_TIMEOUT = 60.0  # the apiserver's request timeout: no single write may wait longer for the client
 
 
