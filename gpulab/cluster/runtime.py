@@ -27,6 +27,10 @@ from .topology import NodeSpec, node_object
 log = logging.getLogger("gpulab.runtime")
 
 FLUSH_INTERVAL = 0.05
+# After this many bytes of big objects left the watch history, give the freed heap back to the system:
+# glibc keeps large freed blocks in its heap (its mmap threshold rises to the largest block freed), so without
+# this the server's RSS stays at its peak.
+RETURN_MEMORY_AFTER = 8 * 1024 * 1024
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 # pkg/apis/scheduling/types.go: the two built-in classes and their values.
 SYSTEM_PRIORITY_CLASSES = (("system-node-critical", 2000001000, "Used for system critical pods that must not be "
@@ -42,6 +46,16 @@ class RuntimeConfig:
     port: int
     pki: ClusterPKI
     nodes: list[NodeSpec] = field(default_factory=list)
+
+
+def _return_freed_memory() -> None:
+    """glibc's malloc_trim(0); nothing where the C library has none."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).malloc_trim(0)  # the process's own symbols, libc's among them
+    except (OSError, AttributeError):
+        pass
 
 
 class Runtime:
@@ -125,9 +139,15 @@ class Runtime:
             self.tasks.append(asyncio.create_task(component.run(), name=getattr(component, "name", "component")))
 
     async def _flush_loop(self) -> None:
+        returned = self.store.evicted_bytes
+        last_return = 0.0
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(FLUSH_INTERVAL)
             self.store.commit()
+            if self.store.evicted_bytes - returned >= RETURN_MEMORY_AFTER and loop.time() - last_return > 5:
+                returned, last_return = self.store.evicted_bytes, loop.time()
+                _return_freed_memory()
 
     async def stop(self) -> None:
         for task in self.tasks:

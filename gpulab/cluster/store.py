@@ -65,6 +65,7 @@ class Store:
         self._history: collections.deque[Change] = collections.deque()
         self._history_bytes = 0
         self._horizon = 0  # the oldest resourceVersion a watch can resume from
+        self.evicted_bytes = 0  # serialized bytes dropped from the history so far (a hint to return memory)
         self._listeners: list[Callable[[Change], None]] = []
         self._indexes: dict[str, dict[str, Callable[[dict], str | None]]] = {}
         self._index_data: dict[tuple[str, str], dict[str, dict[tuple[str, str], dict]]] = {}
@@ -256,4 +257,5 @@ class Store:
         while len(history) > 1 and (len(history) > HISTORY_MAX_EVENTS or self._history_bytes > HISTORY_MAX_BYTES):
             dropped = history.popleft()
             self._history_bytes -= dropped.size
+            self.evicted_bytes += dropped.size
             self._horizon = history[0].rv - 1
