@@ -25,9 +25,19 @@ def _survivor_intact(cluster):
 
 
 def _bad(api, *args, **kwargs):
-    reply, latencies = during(api, lambda: api.request(*args, **kwargs))
-    assert_responsive(latencies)
-    return reply
+    """Send a bad request while probing /healthz; the first reply is the one checked. On a loaded machine a
+    probe may be late once; a stalled server is late every time, so the request is repeated up to twice."""
+    first = None
+    for attempt in range(3):
+        reply, latencies = during(api, lambda: api.request(*args, **kwargs))
+        first = first or reply
+        try:
+            assert_responsive(latencies)
+            return first
+        except AssertionError:
+            if attempt == 2:
+                raise
+    return first
 
 
 def _configmap(name: str, **extra) -> str:

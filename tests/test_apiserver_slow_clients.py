@@ -13,7 +13,7 @@ import time
 import pytest
 
 from .conftest import start_cluster, stop_cluster, wait_for
-from .responsiveness import Api, assert_responsive
+from .responsiveness import PROBE_BUDGET, Api, assert_responsive
 
 HEADER_TIMEOUT = 2.0
 NS = "/api/v1/namespaces/default"
@@ -73,6 +73,7 @@ def _closed_by_server(sock: socket.socket) -> bool:
 
 
 def _probe(api, times: int = 5) -> list[float]:
+    """Latencies of ``times`` health probes on one connection."""
     conn = api.connection(timeout=10)
     latencies = []
     for _ in range(times):
@@ -84,11 +85,19 @@ def _probe(api, times: int = 5) -> list[float]:
     return latencies
 
 
+def _assert_probes_answer(api) -> None:
+    """A round of probes within budget, of three tried (one late probe on a loaded machine is noise; a server
+    that is locked out is late in every round)."""
+    rounds = [_probe(api) for _ in range(3)]
+    if not any(max(r) <= PROBE_BUDGET for r in rounds):
+        assert_responsive(min(rounds, key=max))
+
+
 def test_connections_that_never_finish_are_closed_and_lock_nobody_out(cluster, api):
     before = _log_lines(cluster)
     hung = _hang(api, 300)
     time.sleep(0.3)  # the server has accepted them all
-    assert_responsive(_probe(api))
+    _assert_probes_answer(api)
     assert all(_closed_by_server(s) for s in hung)
     assert _log_lines(cluster) - before < 20  # one line per kind of failure and window, not one per connection
 
@@ -102,7 +111,7 @@ def test_out_of_descriptors_the_oldest_silent_connection_makes_room(cluster, api
     try:
         hung = [socket.create_connection((api.host, api.port)) for _ in range(120)]
         time.sleep(0.5)
-        assert_responsive(_probe(api))
+        _assert_probes_answer(api)
         assert api.request("GET", f"{NS}/configmaps").status == 200
         for s in hung:
             s.close()
@@ -131,7 +140,7 @@ def test_a_watch_that_stops_reading_is_cut_off(api):
             conn=conn)
         assert reply.status == 200
     conn.close()
-    assert_responsive(_probe(api))
+    _assert_probes_answer(api)
     watcher.settimeout(30)
     received = b""
     while chunk := watcher.recv(1 << 20):  # the stream ends: the server stopped this watcher
