@@ -150,3 +150,77 @@ def test_topology_file(home, tmp_path):
 def test_status_of_missing_cluster(home):
     proc = run(home, "cluster", "status", check=False)
     assert proc.returncode == 1 and "does not exist" in proc.stdout
+
+
+def test_state_is_private_from_the_first_byte(home):
+    kubeconfig = run(home, "cluster", "up").stdout.strip().splitlines()[-1]
+    kubectl(kubeconfig, "create", "secret", "generic", "s", "--from-literal=password=hunter2", home=home)
+    run(home, "cluster", "down")  # the journal files and the log have been written by now
+    state = home / "clusters" / "gpulab"
+    for folder in (home / "clusters", state, state / "pki"):
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
+    files = [p for p in state.rglob("*") if p.is_file()]
+    assert {"state.db", "server.log", "cluster.json", "kubeconfig", "apiserver.key", "token", "ca.crt"} <= \
+        {p.name for p in files}
+    for path in files:
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    run(home, "cluster", "up")  # the server's own files (pid, WAL, endpoint) too
+    for path in [p for p in state.rglob("*") if p.is_file()]:
+        assert path.stat().st_mode & 0o777 == 0o600, path
+
+
+def test_a_cluster_made_before_its_state_was_private_is_tightened(home):
+    run(home, "cluster", "up")
+    run(home, "cluster", "down")
+    state = home / "clusters" / "gpulab"
+    state.chmod(0o755)
+    (state / "cluster.json").chmod(0o644)
+    run(home, "cluster", "up", "--port", str(json.loads((state / "cluster.json").read_text())["port"]))
+    assert state.stat().st_mode & 0o777 == 0o700
+
+
+def _impostor(*args: str) -> subprocess.Popen:
+    """An unrelated long-running process, optionally with a command line that mentions the cluster."""
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", *args])
+
+
+@pytest.mark.parametrize("looks_like_server", [False, True])
+def test_a_recycled_pid_is_not_taken_for_the_server(home, looks_like_server):
+    run(home, "cluster", "up")
+    state = home / "clusters" / "gpulab"
+    pid_file = state / "server.pid"
+    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    time.sleep(0.3)
+    # the stale pid now names another process: one unrelated, or one whose command line even names this
+    # cluster's folder but which started after the pid file was written
+    args = ("-m", "gpulab.cluster.serve", "--dir", str(state)) if looks_like_server else ()
+    written = pid_file.stat().st_mtime
+    time.sleep(0.05 if not looks_like_server else 1.5)
+    stranger = _impostor(*args)
+    try:
+        pid_file.write_text(str(stranger.pid))
+        os.utime(pid_file, (written, written))
+        status = run(home, "cluster", "status", check=False).stdout
+        assert "state: crashed" in status and f"pid: {stranger.pid}" not in status
+        assert "is not running" in run(home, "cluster", "down").stdout
+        assert stranger.poll() is None  # not signalled
+        pid_file.write_text(str(stranger.pid))
+        os.utime(pid_file, (written, written))
+        assert "cluster 'gpulab' is running" in run(home, "cluster", "up").stdout  # not refused
+        assert int(pid_file.read_text()) != stranger.pid
+        run(home, "cluster", "reset")
+        assert stranger.poll() is None
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_concurrent_ups_wait_for_the_starting_cluster(home):
+    env = {**os.environ, "GPULAB_HOME": str(home), "HOME": str(home)}
+    procs = [subprocess.Popen([GPULAB, "cluster", "up"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env) for _ in range(3)]
+    results = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
+    for out, err, code in results:
+        assert code == 0, err
+        assert "cluster 'gpulab' is running" in out and err == ""
+    assert "state: running" in run(home, "cluster", "status").stdout

@@ -16,10 +16,9 @@ from __future__ import annotations
 import time
 import uuid
 
-import orjson
 from typing import Callable
 
-from . import conversion, kinds
+from . import conversion, jsonio, kinds
 from .errors import (ApiError, already_exists, bad_request, conflict, forbidden_error, internal, invalid_object,
                      not_found)
 from .kinds import strategy_for
@@ -31,7 +30,7 @@ from .registry import Registry, ResourceType
 from .selectors import (OBJECT_META_FIELDS, FieldRequirement, exact_field, matches_fields, matches_labels,
                         parse_field_selector, parse_label_selector)
 from .store import Change, Store
-from .validation import strict
+from .validation import go_decode, strict
 
 _CRDS = "customresourcedefinitions.apiextensions.k8s.io"
 _MAX_OBJECT_BYTES = 1_572_864 + 128 * 1024  # etcd's request size limit (1.5 MiB) plus envelope
@@ -233,7 +232,11 @@ class Api:
     @staticmethod
     def _check_fields(rt, obj, field_validation: str, warnings: list | None, raw: bytes | None = None,
                       *, patched: bool = False) -> None:
-        """Server-side field validation: unknown (and, given the raw body, duplicate) fields."""
+        """Decoding into the Go type (:mod:`.validation.go_decode`), then server-side field validation: unknown
+        (and, given the raw body, duplicate) fields."""
+        undecodable = go_decode.decode_error(rt, obj, patched=patched)
+        if undecodable is not None:
+            raise undecodable
         if field_validation not in ("Strict", "Warn"):
             return
         messages = strict.strict_messages(rt, raw if raw is not None else obj)
@@ -241,14 +244,14 @@ class Api:
             return
         if field_validation == "Strict":
             if patched:
-                raise strict.strict_patch_error(messages, orjson.dumps(obj).decode())
+                raise strict.strict_patch_error(messages, jsonio.dumps(obj).decode())
             raise strict.strict_decoding_error(messages, kind=rt.kind, version=rt.version)
         if warnings is not None:
             warnings.extend(messages)
 
     @staticmethod
     def _check_size(obj: dict) -> None:
-        size = len(orjson.dumps(obj))
+        size = len(jsonio.dumps(obj))
         if size > _MAX_OBJECT_BYTES:
             raise ApiError(413, "RequestEntityTooLarge", "etcdserver: request is too large")
 

@@ -177,6 +177,10 @@ def unsupported_media_type(content_type: str) -> ApiError:
                     'application/cbor, application/apply-patch+yaml', {})
 
 
+def request_entity_too_large(limit: int) -> ApiError:
+    return ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
+
+
 def gone(message: str) -> ApiError:
     return ApiError(410, "Expired", message)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from .pki import ClusterPKI
+from .privatefiles import write_private
 
 
 def render(name: str, server: str, pki: ClusterPKI) -> dict:
@@ -31,10 +32,8 @@ def render(name: str, server: str, pki: ClusterPKI) -> dict:
 
 
 def write(path: Path, config: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(yaml.safe_dump(config, sort_keys=False))
-    tmp.chmod(0o600)
-    os.replace(tmp, path)
+    """Replace ``path`` with ``config``, readable by its owner only from the first byte (it holds a token)."""
+    write_private(path, yaml.safe_dump(config, sort_keys=False))
 
 
 def user_kubeconfig_path() -> Path:

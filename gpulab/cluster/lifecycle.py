@@ -2,12 +2,22 @@
 
 State lives in ``$GPULAB_HOME/clusters/NAME/`` (``GPULAB_HOME`` defaults to
 ``~/.gpulab``): ``cluster.json`` (name, port, topology), ``pki/``, ``state.db``,
-``kubeconfig``, ``server.log`` and ``server.pid`` while running. This module
+``kubeconfig``, ``server.log`` and ``server.pid`` while running. Folders are
+0700 and files 0600 from their creation (:mod:`.privatefiles`). This module
 imports nothing heavy, so ``up`` spends its time starting the server, not
 loading libraries.
+
+``server.pid`` outlives a server killed with ``kill -9``, and its number may
+then belong to another process. A pid counts as the cluster's server only if
+that process runs with ``--dir`` naming the cluster's folder and started
+before the file was written; nothing else is reported as running or sent a
+signal. ``up``, ``down`` and ``reset`` of one cluster hold a lock on it, so a
+second ``up`` waits for the server the first is starting and then reports it.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -18,6 +28,8 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
+
+from .privatefiles import open_private_append, private_dir, write_private
 
 DEFAULT_NAME = "gpulab"
 READY_TIMEOUT = 60.0
@@ -40,11 +52,62 @@ def kubeconfig_path(name: str) -> Path:
 
 
 def _pid(name: str) -> int | None:
+    """The running server's pid, or None (no pid file, or its number is not this cluster's server)."""
+    pid_file = cluster_dir(name) / "server.pid"
     try:
-        pid = int((cluster_dir(name) / "server.pid").read_text().strip())
+        pid = int(pid_file.read_text().strip())
+        written = pid_file.stat().st_mtime
     except (OSError, ValueError):
         return None
-    return pid if _alive(pid) else None
+    return pid if _alive(pid) and _is_server_of(pid, cluster_dir(name), written) else None
+
+
+def _is_server_of(pid: int, directory: Path, pid_written: float) -> bool:
+    """Whether ``pid`` is the server of ``directory``: its command line names the folder after ``--dir``, and
+    it started before its pid file was written (a recycled number belongs to a later process). Without
+    /proc (not Linux) only liveness can be checked."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return not Path("/proc/self/cmdline").exists()
+    target = os.fsencode(directory)
+    if not any(a == b"--dir" and b == target for a, b in zip(argv, argv[1:])):
+        return False
+    started = _start_time(pid)
+    return started is None or started <= pid_written + 1.0
+
+
+def _start_time(pid: int) -> float | None:
+    """When ``pid`` started (seconds since the epoch): /proc/PID/stat field 22, in clock ticks after boot."""
+    fields = proc_stat(pid)
+    try:
+        with open("/proc/stat") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, StopIteration, ValueError, IndexError, TypeError):
+        return None
+
+
+@contextlib.contextmanager
+def _locked(name: str, timeout: float = READY_TIMEOUT + 30):
+    """Hold the cluster's lock (``up``/``down``/``reset`` of one cluster run one at a time)."""
+    base = private_dir(home() / "clusters")
+    lock_path = base / f".{name}.lock"
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise ClusterError(f"another `gpulab cluster` command has held cluster {name!r} for "
+                                       f"{timeout:g} s; wait for it to finish, or stop it, and try again.") from None
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)
 
 
 def proc_stat(pid: int) -> list[str] | None:
@@ -105,7 +168,13 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 def up(name: str = DEFAULT_NAME, *, topology: Path | None = None, merge: bool = False, port: int | None = None,
        server_module: str = "gpulab.cluster.serve") -> Path:
-    """Start (or resume) the cluster; return the kubeconfig path once the API answers."""
+    """Start (or resume) the cluster; return the kubeconfig path once the API answers. While another ``up``
+    starts it, wait for that one and report the cluster it started."""
+    with _locked(name):
+        return _up(name, topology, merge, port, server_module)
+
+
+def _up(name: str, topology: Path | None, merge: bool, port: int | None, server_module: str) -> Path:
     directory = cluster_dir(name)
     meta_file = directory / "cluster.json"
     if is_running(name):
@@ -124,17 +193,18 @@ def up(name: str = DEFAULT_NAME, *, topology: Path | None = None, merge: bool = 
         if topology is not None:
             raise ClusterError(f"cluster {name!r} already exists (stopped); a topology applies only to a new "
                                f"cluster. Run `gpulab cluster reset --name {name}` first to use {topology}.")
+        private_dir(directory)  # a cluster created before its folder was kept private
         if port is not None and port != meta["port"]:
             meta["port"] = port
-            meta_file.write_text(json.dumps(meta, indent=1))
+            write_private(meta_file, json.dumps(meta, indent=1))
     else:
         from .topology import check_nodes, default_topology, load_topology
 
         nodes = load_topology(topology, name) if topology else default_topology(name)
         check_nodes(nodes)
-        directory.mkdir(parents=True, exist_ok=True)
+        private_dir(directory)
         meta = {"name": name, "port": port or free_port(), "nodes": [asdict(n) for n in nodes]}
-        meta_file.write_text(json.dumps(meta, indent=1))
+        write_private(meta_file, json.dumps(meta, indent=1))
     if _port_taken(int(meta["port"])):
         raise ClusterError(
             f"port {meta['port']} on 127.0.0.1, which cluster {name!r} uses, is taken by another process. "
@@ -148,7 +218,7 @@ def up(name: str = DEFAULT_NAME, *, topology: Path | None = None, merge: bool = 
 def _spawn(name: str, server_module: str) -> None:
     directory = cluster_dir(name)
     read_fd, write_fd = os.pipe()
-    log_file = open(directory / "server.log", "ab")  # noqa: SIM115 - handed to the child
+    log_file = open_private_append(directory / "server.log")  # handed to the child
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", server_module, "--dir", str(directory), "--ready-fd", str(write_fd)],
@@ -218,9 +288,16 @@ def _write_kubeconfig(name: str, merge: bool) -> None:
 
 
 def down(name: str = DEFAULT_NAME, timeout: float = 10.0) -> bool:
-    """Stop the server, keeping its state; False when it was not running."""
+    """Stop the server, keeping its state; False when it was not running (a stale pid file is removed)."""
+    with _locked(name):
+        return _down(name, timeout)
+
+
+def _down(name: str, timeout: float) -> bool:
+    pid_file = cluster_dir(name) / "server.pid"
     pid = _pid(name)
     if pid is None:
+        pid_file.unlink(missing_ok=True)
         return False
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
@@ -229,8 +306,9 @@ def down(name: str = DEFAULT_NAME, timeout: float = 10.0) -> bool:
             break
         time.sleep(0.02)
     else:
-        os.kill(pid, signal.SIGKILL)
-    (cluster_dir(name) / "server.pid").unlink(missing_ok=True)
+        if _pid(name) == pid:  # still the same process: never signal a number that was recycled meanwhile
+            os.kill(pid, signal.SIGKILL)
+    pid_file.unlink(missing_ok=True)
     return True
 
 
@@ -238,8 +316,9 @@ def reset(name: str = DEFAULT_NAME) -> None:
     """Stop the cluster and delete its state (and its entries in ~/.kube/config)."""
     from . import kubeconfig
 
-    down(name)
-    shutil.rmtree(cluster_dir(name), ignore_errors=True)
+    with _locked(name):
+        _down(name, 10.0)
+        shutil.rmtree(cluster_dir(name), ignore_errors=True)
     kubeconfig.remove_from(kubeconfig.user_kubeconfig_path(), name)
 
 

@@ -1,6 +1,7 @@
 """Small helpers for API objects as plain dicts: copying, timestamps, names."""
 from __future__ import annotations
 
+import copy
 import secrets
 import time
 from datetime import datetime, timezone
@@ -12,7 +13,10 @@ _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg
 
 def clone(obj):
     """A deep copy of a JSON-compatible value (orjson round trip: several times faster than copy.deepcopy)."""
-    return orjson.loads(orjson.dumps(obj))
+    try:
+        return orjson.loads(orjson.dumps(obj))
+    except orjson.JSONEncodeError:  # nested deeper than orjson goes (255 levels): see jsonio
+        return copy.deepcopy(obj)
 
 
 def rfc3339(ts: float | None = None) -> str:

@@ -18,6 +18,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from .privatefiles import private_dir, write_private
+
 _VALIDITY = datetime.timedelta(days=3650)
 
 
@@ -39,8 +41,9 @@ def _pem_key(key) -> bytes:
 
 
 def ensure_pki(directory: Path) -> ClusterPKI:
-    """Create the CA, the serving certificate and the bearer token once; reuse them afterwards."""
-    directory.mkdir(parents=True, exist_ok=True)
+    """Create the CA, the serving certificate and the bearer token once (each file 0600 from its creation, in
+    a 0700 folder); reuse them afterwards."""
+    private_dir(directory)
     pki = ClusterPKI(directory / "ca.crt", directory / "apiserver.crt", directory / "apiserver.key",
                      directory / "token")
     if pki.ca_cert.exists() and pki.server_cert.exists() and pki.server_key.exists() and pki.token_file.exists():
@@ -67,10 +70,8 @@ def ensure_pki(directory: Path) -> ClusterPKI:
             .add_extension(x509.SubjectAlternativeName(sans), critical=False)
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
             .sign(ca_key, hashes.SHA256()))
-    pki.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    pki.server_cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    pki.server_key.write_bytes(_pem_key(key))
-    pki.server_key.chmod(0o600)
-    pki.token_file.write_text(secrets.token_urlsafe(32) + "\n")
-    pki.token_file.chmod(0o600)
+    write_private(pki.ca_cert, ca.public_bytes(serialization.Encoding.PEM))
+    write_private(pki.server_cert, cert.public_bytes(serialization.Encoding.PEM))
+    write_private(pki.server_key, _pem_key(key))
+    write_private(pki.token_file, secrets.token_urlsafe(32) + "\n")
     return pki

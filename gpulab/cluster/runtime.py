@@ -20,12 +20,17 @@ from .api import Api
 from .errors import ApiError
 from .pki import ClusterPKI
 from .server.app import ApiServer
+from .server.listener import Listener
 from .store import Store
 from .topology import NodeSpec, node_object
 
 log = logging.getLogger("gpulab.runtime")
 
 FLUSH_INTERVAL = 0.05
+# After this many bytes of big objects left the watch history, give the freed heap back to the system:
+# glibc keeps large freed blocks in its heap (its mmap threshold rises to the largest block freed), so without
+# this the server's RSS stays at its peak.
+RETURN_MEMORY_AFTER = 8 * 1024 * 1024
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 # pkg/apis/scheduling/types.go: the two built-in classes and their values.
 SYSTEM_PRIORITY_CLASSES = (("system-node-critical", 2000001000, "Used for system critical pods that must not be "
@@ -43,6 +48,16 @@ class RuntimeConfig:
     nodes: list[NodeSpec] = field(default_factory=list)
 
 
+def _return_freed_memory() -> None:
+    """glibc's malloc_trim(0); nothing where the C library has none."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).malloc_trim(0)  # the process's own symbols, libc's among them
+    except (OSError, AttributeError):
+        pass
+
+
 class Runtime:
     def __init__(self, config: RuntimeConfig):
         self.config = config
@@ -50,6 +65,7 @@ class Runtime:
         self.api = Api(self.store)
         self.tasks: list[asyncio.Task] = []
         self._runner: web.AppRunner | None = None
+        self._listener: Listener | None = None
         self._resource_hooks: dict[str, list[Callable[[], None]]] = {}
 
     # --- seeding ----------------------------------------------------------
@@ -110,9 +126,8 @@ class Runtime:
         server = ApiServer(self.api, self.config.pki.token)
         self._runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", self.config.port, ssl_context=ctx, backlog=512,
-                           reuse_address=True)
-        await site.start()
+        self._listener = Listener(self._runner, ctx, "127.0.0.1", self.config.port)
+        await self._listener.start()
         (self.config.state_dir / "endpoint.json").write_text(json.dumps(
             {"server": f"https://127.0.0.1:{self.config.port}"}))
 
@@ -124,14 +139,22 @@ class Runtime:
             self.tasks.append(asyncio.create_task(component.run(), name=getattr(component, "name", "component")))
 
     async def _flush_loop(self) -> None:
+        returned = self.store.evicted_bytes
+        last_return = 0.0
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(FLUSH_INTERVAL)
             self.store.commit()
+            if self.store.evicted_bytes - returned >= RETURN_MEMORY_AFTER and loop.time() - last_return > 5:
+                returned, last_return = self.store.evicted_bytes, loop.time()
+                _return_freed_memory()
 
     async def stop(self) -> None:
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self._listener is not None:
+            await self._listener.stop()
         if self._runner is not None:
             await self._runner.cleanup()
         self.store.close()

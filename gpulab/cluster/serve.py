@@ -12,13 +12,16 @@ import gc
 import json
 import logging
 import os
+import resource
 import signal
 import sys
 from pathlib import Path
 from typing import Callable
 
+from .jsonio import allow_go_depth
 from .pki import ensure_pki
 from .runtime import Runtime, RuntimeConfig
+from .server import lograte
 from .store import CorruptStateError
 from .topology import NodeSpec
 
@@ -69,12 +72,26 @@ async def _serve(config: RuntimeConfig, ready_fd: int | None, addons: list[Addon
     (config.state_dir / "server.pid").unlink(missing_ok=True)
 
 
+def _raise_descriptor_limit() -> None:
+    """The soft limit on open files up to the hard one, as the Go runtime does for kube-apiserver (Go 1.19+)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass
+
+
 def main(argv: list[str] | None = None, addons: list[Addon] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gpulab-cluster-server")
     parser.add_argument("--dir", required=True, type=Path)
     parser.add_argument("--ready-fd", type=int)
     args = parser.parse_args(argv)
+    os.umask(0o077)  # the state folder holds Secrets in clear: every file the server creates is the owner's alone
+    _raise_descriptor_limit()
+    allow_go_depth()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    lograte.install()
     try:
         config = load_config(args.dir)
         asyncio.run(_serve(config, args.ready_fd, addons or []))

@@ -10,13 +10,24 @@ controllers are committed at most ``FLUSH_INTERVAL`` later (a crash can lose
 those, and the controllers redo them on restart, as they would after a
 kube-controller-manager restart).
 
-The global ``resourceVersion`` is a counter, like etcd's revision. A ring of
+The global ``resourceVersion`` is a counter, like etcd's revision. A window of
 recent changes lets a watch resume from an older resourceVersion; older than
-the ring gives ``410 Gone``, as etcd compaction does.
+the window gives ``410 Gone``, as the watch cache does
+(staging/src/k8s.io/apiserver/pkg/storage/cacher/watch_cache.go). The window
+is bounded by count, as upstream's (at most 100 * 1024 events), and by the
+serialized size of the objects it holds (HISTORY_MAX_BYTES), so repeated
+writes of large objects cannot grow it without end; a change's ``old`` object
+is usually the previous change's, so the memory held stays within about twice
+that figure.
+
+The database and its journal files are created readable by the owner only:
+Secrets are stored in clear, as etcd stores them without an encryption
+provider.
 """
 from __future__ import annotations
 
 import collections
+import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +35,10 @@ from typing import Callable, Iterable
 
 import orjson
 
-WATCH_HISTORY = 100_000
+from . import jsonio
+
+HISTORY_MAX_EVENTS = 100 * 1024  # watch_cache.go defaultUpperBoundCapacity
+HISTORY_MAX_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -36,6 +50,7 @@ class Change:
     type: str
     obj: dict
     old: dict | None
+    size: int = 0  # bytes of ``obj`` serialized, for the history's bound
 
 
 class CorruptStateError(RuntimeError):
@@ -47,7 +62,10 @@ class Store:
 
     def __init__(self, db_path: Path | None = None):
         self._objects: dict[str, dict[tuple[str, str], dict]] = collections.defaultdict(dict)
-        self._history: collections.deque[Change] = collections.deque(maxlen=WATCH_HISTORY)
+        self._history: collections.deque[Change] = collections.deque()
+        self._history_bytes = 0
+        self._horizon = 0  # the oldest resourceVersion a watch can resume from
+        self.evicted_bytes = 0  # serialized bytes dropped from the history so far (a hint to return memory)
         self._listeners: list[Callable[[Change], None]] = []
         self._indexes: dict[str, dict[str, Callable[[dict], str | None]]] = {}
         self._index_data: dict[tuple[str, str], dict[str, dict[tuple[str, str], dict]]] = {}
@@ -60,6 +78,8 @@ class Store:
     # --- persistence ------------------------------------------------------
     def _open(self, path: Path) -> None:
         try:
+            # Created 0600 before SQLite opens it; SQLite gives the -wal and -shm files the same mode.
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
             db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
@@ -69,10 +89,11 @@ class Store:
             row = db.execute("SELECT v FROM meta WHERE k='rv'").fetchone()
             self.rv = int(row[0]) if row else 0
             for key, ns, name, data in db.execute("SELECT key, namespace, name, data FROM objects"):
-                self._objects[key][(ns, name)] = orjson.loads(data)
+                self._objects[key][(ns, name)] = jsonio.loads(data)
         except (sqlite3.DatabaseError, orjson.JSONDecodeError, ValueError) as exc:
             raise CorruptStateError(f"{path}: {exc}") from exc
         self._db = db
+        self._horizon = self.rv
         for key, objs in self._objects.items():
             for obj in objs.values():
                 self._index_add(key, obj)
@@ -116,7 +137,7 @@ class Store:
         """Changes after ``rv``; None when ``rv`` is older than the history kept (410 Gone)."""
         if rv >= self.rv:
             return []
-        if not self._history or self._history[0].rv > rv + 1:
+        if rv < self._horizon:
             return None
         newer = []
         for change in reversed(self._history):
@@ -126,8 +147,15 @@ class Store:
         newer.reverse()
         return newer
 
-    def oldest_history_rv(self) -> int:
-        return self._history[0].rv if self._history else self.rv
+    def watch_horizon(self) -> int:
+        """The oldest resourceVersion a watch can resume from: the watch cache's ``oldest - 1``, which its
+        410 names (``too old resource version: 5 (120)``)."""
+        return self._horizon
+
+    @property
+    def history_bytes(self) -> int:
+        """Serialized bytes of the objects the history holds (at most HISTORY_MAX_BYTES, or one change)."""
+        return self._history_bytes
 
     # --- indexes (e.g. pods by spec.nodeName) ----------------------------
     def add_index(self, key: str, index_name: str, fn: Callable[[dict], str | None]) -> None:
@@ -175,11 +203,13 @@ class Store:
             self._index_remove(key, old)
         self._objects[key][ident] = obj
         self._index_add(key, obj)
+        data = jsonio.dumps(obj)
         if self._db is not None:
             self._begin()
             self._db.execute("INSERT OR REPLACE INTO objects (key, namespace, name, data) VALUES (?, ?, ?, ?)",
-                             (key, ident[0], ident[1], orjson.dumps(obj)))
-        return self._emit(Change(int(m["resourceVersion"]), key, "ADDED" if old is None else "MODIFIED", obj, old))
+                             (key, ident[0], ident[1], data))
+        return self._emit(Change(int(m["resourceVersion"]), key, "ADDED" if old is None else "MODIFIED", obj, old,
+                                 len(data)))
 
     def remove(self, key: str, obj: dict) -> Change:
         """Delete ``obj``; the DELETED event carries it with a fresh resourceVersion, as etcd3 storage does."""
@@ -191,7 +221,7 @@ class Store:
         if self._db is not None:
             self._begin()
             self._db.execute("DELETE FROM objects WHERE key=? AND namespace=? AND name=?", (key, *ident))
-        return self._emit(Change(int(m["resourceVersion"]), key, "DELETED", obj, old))
+        return self._emit(Change(int(m["resourceVersion"]), key, "DELETED", obj, old, len(jsonio.dumps(obj))))
 
     # --- change notification ---------------------------------------------
     def listen(self, fn: Callable[[Change], None]) -> None:
@@ -202,7 +232,18 @@ class Store:
             self._listeners.remove(fn)
 
     def _emit(self, change: Change) -> Change:
-        self._history.append(change)
+        self._remember(change)
         for fn in list(self._listeners):
             fn(change)
         return change
+
+    def _remember(self, change: Change) -> None:
+        """Append to the history, dropping its oldest changes past either bound (the newest always stays)."""
+        history = self._history
+        history.append(change)
+        self._history_bytes += change.size
+        while len(history) > 1 and (len(history) > HISTORY_MAX_EVENTS or self._history_bytes > HISTORY_MAX_BYTES):
+            dropped = history.popleft()
+            self._history_bytes -= dropped.size
+            self.evicted_bytes += dropped.size
+            self._horizon = history[0].rv - 1

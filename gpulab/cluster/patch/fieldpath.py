@@ -136,11 +136,12 @@ def path_string(path) -> str:
 class FieldSet:
     """fieldpath.Set: leaf members plus child sets, both keyed by PathElement."""
 
-    __slots__ = ("members", "children")
+    __slots__ = ("members", "children", "_trail")
 
     def __init__(self):
         self.members: set[PathElement] = set()
         self.children: dict[PathElement, FieldSet] = {}
+        self._trail: tuple[tuple, list] | None = None  # see _node_at
 
     @classmethod
     def of(cls, *paths) -> "FieldSet":
@@ -150,11 +151,29 @@ class FieldSet:
         return s
 
     def insert(self, path) -> None:
-        node = self
-        for pe in path[:-1]:
-            node = node.children.setdefault(pe, FieldSet())
-        if path:
-            node.members.add(path[-1])
+        if not path:
+            return
+        self._node_at(path[:-1]).members.add(path[-1])
+
+    def _node_at(self, prefix: tuple) -> "FieldSet":
+        """The child set at ``prefix``, created as needed. The walks that build sets insert a path and then
+        its parent (or its child), so the nodes along the last prefix are kept: without them a walk over an
+        object nested N levels deep costs N * N steps."""
+        trail, nodes = self._trail or ((), [])
+        depth = len(prefix)
+        if depth <= len(trail) and trail[:depth] == prefix:
+            return nodes[depth - 1] if depth else self
+        shared = len(trail) if trail and prefix[:len(trail)] == trail else 0
+        nodes = nodes[:shared]
+        node = nodes[-1] if nodes else self
+        for pe in prefix[shared:]:
+            child = node.children.get(pe)
+            if child is None:
+                child = node.children[pe] = FieldSet()
+            nodes.append(child)
+            node = child
+        self._trail = (prefix, nodes)
+        return node
 
     def has(self, path) -> bool:
         node = self

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from ..errors import ApiError, bad_request
 from ..objects import clone
+from ..validation import go_decode
 from .go_sort import slice_stable
 from ..gofmt import go_s, go_type, go_v, json_kind
 from .patch_errors import internal, unprocessable
@@ -80,7 +81,7 @@ def apply_strategic_merge_patch(obj: dict, patch, rt) -> dict:
         result = _merge_map(clone(obj), clone(patch), root_node(rt), _SERVER)
     except _PatchError as e:
         raise e.api_error from None
-    return decode_like_go(rt, result)
+    return decode_like_go(rt, go_decode.from_unstructured(rt, result, patch))
 
 
 # --- Go value semantics ------------------------------------------------------------------

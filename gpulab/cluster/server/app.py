@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import hmac
 import logging
 import time
 import traceback
@@ -17,12 +18,12 @@ import traceback
 import orjson
 from aiohttp import web
 
-from .. import discovery, openapi, openapi_v2_proto
+from .. import discovery, jsonio, openapi, openapi_v2_proto
 from ..api import Api
 from ..errors import ApiError, bad_request, internal, method_not_allowed, unauthorized
 from ..registry import ResourceType
 from ..selectors import matches_fields, matches_labels, parse_label_selector
-from . import connect, negotiation, paths, protobuf, watch
+from . import bodies, connect, negotiation, params, paths, protobuf, status, versions, watch
 
 log = logging.getLogger("gpulab.apiserver")
 
@@ -32,12 +33,12 @@ _AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryL
 
 
 def _json_response(obj, status: int = 200, headers: dict | None = None, content_type: str = JSON) -> web.Response:
-    return web.Response(body=orjson.dumps(obj), status=status, headers={"Content-Type": content_type,
+    return web.Response(body=jsonio.dumps(obj), status=status, headers={"Content-Type": content_type,
                                                                          **(headers or {})})
 
 
 def _status_response(err: ApiError) -> web.Response:
-    return _json_response(err.status(), err.code)
+    return web.Response(body=status.encode(err.status()), status=err.code, headers={"Content-Type": JSON})
 
 
 class ApiServer:
@@ -45,7 +46,7 @@ class ApiServer:
 
     def __init__(self, api: Api, token: str):
         self.api = api
-        self.token = token
+        self._token = token.encode()
         self._openapi_cache: dict = {}
 
     # --- application ------------------------------------------------------
@@ -54,26 +55,35 @@ class ApiServer:
         app.router.add_route("*", "/{tail:.*}", self._route)
         return app
 
+    def _authenticated(self, request: web.Request) -> bool:
+        """The bearer token authenticator (apiserver/pkg/authentication/request/bearertoken): the scheme in
+        any case, the token compared in constant time."""
+        parts = request.headers.get("Authorization", "").strip().split(" ", 2)
+        if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
+            return False
+        return hmac.compare_digest(parts[1].encode(), self._token)
+
     @web.middleware
     async def _middleware(self, request: web.Request, handler):
-        if request.path not in _PUBLIC_PATHS:
-            auth = request.headers.get("Authorization", "")
-            if auth != f"Bearer {self.token}":
-                return _status_response(unauthorized())
+        if request.path not in _PUBLIC_PATHS and not self._authenticated(request):
+            return _status_response(unauthorized())
         try:
-            return await handler(request)
+            resp = await handler(request)
         except ApiError as err:
-            return _status_response(err)
+            resp = _status_response(err)
         except web.HTTPException:
             raise
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as exc:  # noqa: BLE001 - a bug must answer 500, never kill the server
             log.error("internal error serving %s %s\n%s", request.method, request.path, traceback.format_exc())
-            return _status_response(internal(f"{type(exc).__name__}: {exc}"))
+            resp = _status_response(internal(f"{type(exc).__name__}: {exc}"))
         finally:
             # Durability: anything written while serving this request is on disk before the reply goes out.
             self.api.store.commit()
+        if request.get(bodies.CLOSE_AFTER):
+            resp.force_close()
+        return resp
 
     async def _route(self, request: web.Request):
         path = request.path.rstrip("/") or "/"
@@ -157,14 +167,17 @@ class ApiServer:
             return await connect.serve(self.api, request, t)
         if method == "GET":
             if t.name is None or t.legacy_watch:
-                if q.get("watch") in ("true", "1") or t.legacy_watch:
-                    return await self._watch(request, t)
-                return self._list(request, t)
+                opts = params.list_options(q)
+                if opts["watch"] or t.legacy_watch:
+                    return await self._watch(request, t, opts)
+                return await self._list(request, t, opts)
             if t.subresource == "scale":
                 return _json_response(_scale_of(self.api.get(t.rt, t.name, t.namespace)))
             return self._respond_object(request, t.rt, self.api.get(t.rt, t.name, t.namespace))
         if method == "POST":
-            body, raw = await self._body(request, t)
+            raw = await bodies.read(request)
+            dry_run, _, field_validation = params.write_options(q, "CreateOptions")
+            body, raw = self._decode(request, t, raw)
             if t.subresource == "binding":
                 node = ((body or {}).get("target") or {}).get("name")
                 if not node:
@@ -173,22 +186,24 @@ class ApiServer:
                 return _json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                        "code": 201}, 201)
             if t.subresource == "eviction":
-                opts = (body or {}).get("deleteOptions") or {}
-                result = self.api.evict(t.namespace, t.name, grace_period_seconds=opts.get("gracePeriodSeconds"),
-                                        dry_run=_dry_run(q) or bool(opts.get("dryRun")))
+                opts = params.delete_options({}, (body or {}).get("deleteOptions") or {})
+                result = self.api.evict(t.namespace, t.name, grace_period_seconds=opts["gracePeriodSeconds"],
+                                        dry_run=dry_run or opts["dryRun"])
                 return _json_response(result, 201)
             if t.name is not None:
                 raise method_not_allowed()
             if not isinstance(body, dict):
                 raise bad_request("Object 'Kind' is missing in request body")
             warnings: list[str] = []
-            created = self.api.create(t.rt, body, t.namespace, manager=_manager(request), dry_run=_dry_run(q),
-                                      field_validation=_field_validation(q), warnings=warnings, raw=raw)
+            created = self.api.create(t.rt, body, t.namespace, manager=_manager(request), dry_run=dry_run,
+                                      field_validation=field_validation or "Warn", warnings=warnings, raw=raw)
             return self._respond_object(request, t.rt, created, 201, warnings)
         if method == "PUT":
             if t.name is None:
                 raise method_not_allowed()
-            body, raw = await self._body(request, t)
+            raw = await bodies.read(request)
+            dry_run, _, field_validation = params.write_options(q, "UpdateOptions")
+            body, raw = self._decode(request, t, raw)
             if not isinstance(body, dict):
                 raise bad_request("Object 'Kind' is missing in request body")
             if (body.get("metadata") or {}).get("name", t.name) != t.name:
@@ -200,56 +215,54 @@ class ApiServer:
             warnings = []
             existed = self.api.try_get(t.rt, t.name, t.namespace) is not None
             updated = self.api.update(t.rt, body, t.namespace, subresource=t.subresource, manager=_manager(request),
-                                      dry_run=_dry_run(q), field_validation=_field_validation(q), warnings=warnings,
-                                      raw=raw)
+                                      dry_run=dry_run, field_validation=field_validation or "Warn",
+                                      warnings=warnings, raw=raw)
             return self._respond_object(request, t.rt, updated, 200 if existed else 201, warnings)
         if method == "PATCH":
             if t.name is None:
                 raise method_not_allowed()
-            raw = await request.read()
-            patch, patch_type = negotiation.decode_body(raw, request.headers.get("Content-Type"), patch=True)
+            patch_type = negotiation.patch_type(request.headers.get("Content-Type"))
+            raw = await bodies.read(request)
+            dry_run, _, field_validation = params.write_options(q, "PatchOptions", patch_type=patch_type)
+            patch, _ = negotiation.decode_body(raw, request.headers.get("Content-Type"), patch=True)
             if t.subresource == "scale":
                 return _json_response(self._patch_scale(t, patch, patch_type, request))
             warnings = []
             existed = self.api.try_get(t.rt, t.name, t.namespace) is not None
             patched = self.api.patch(t.rt, t.name, patch, patch_type, t.namespace, subresource=t.subresource,
-                                     manager=_manager(request, patch_type), force=q.get("force") == "true",
-                                     dry_run=_dry_run(q), field_validation=_field_validation(q), warnings=warnings)
+                                     manager=_manager(request, patch_type), force=bool(params.go_bool(q, "force")),
+                                     dry_run=dry_run, field_validation=field_validation or "Warn",
+                                     warnings=warnings)
             return self._respond_object(request, t.rt, patched, 200 if existed else 201, warnings)
         if method == "DELETE":
-            raw = await request.read()
-            opts = {}
-            if raw.strip():
-                opts, _ = negotiation.decode_body(raw, request.headers.get("Content-Type"))
-                opts = opts or {}
-            grace = q.get("gracePeriodSeconds", opts.get("gracePeriodSeconds"))
-            policy = q.get("propagationPolicy", opts.get("propagationPolicy"))
-            if policy is None and opts.get("orphanDependents") is not None:
-                policy = "Orphan" if opts["orphanDependents"] else "Background"
-            if policy not in (None, "Orphan", "Foreground", "Background"):
-                raise bad_request(f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
-                                  f'"{policy}": supported values: "Foreground", "Background", "Orphan", "nil"')
-            grace = int(grace) if grace not in (None, "") else None
+            raw = await bodies.read(request)
+            body = None
+            if raw:
+                body, _ = negotiation.decode_body(raw, request.headers.get("Content-Type"))
+                if not isinstance(body, dict):
+                    raise bad_request("decoded object cannot be converted to DeleteOptions")
+            opts = params.delete_options(q, body)
             if t.name is None:
                 items = self.api.delete_collection(t.rt, t.namespace, label_selector=q.get("labelSelector"),
                                                    field_selector=q.get("fieldSelector"),
-                                                   grace_period_seconds=grace, propagation_policy=policy)
+                                                   grace_period_seconds=opts["gracePeriodSeconds"],
+                                                   propagation_policy=opts["propagationPolicy"])
                 return _json_response(_list_body(t.rt, items, {}))
-            result = self.api.delete(t.rt, t.name, t.namespace, grace_period_seconds=grace,
-                                     propagation_policy=policy, preconditions=opts.get("preconditions"),
-                                     dry_run=_dry_run(q) or bool(opts.get("dryRun")))
+            result = self.api.delete(t.rt, t.name, t.namespace, grace_period_seconds=opts["gracePeriodSeconds"],
+                                     propagation_policy=opts["propagationPolicy"],
+                                     preconditions=opts["preconditions"], dry_run=opts["dryRun"])
             if result.get("kind") == "Status":
                 return _json_response(result)
             return self._respond_object(request, t.rt, result)
         raise method_not_allowed()
 
-    async def _body(self, request: web.Request, t: paths.Target) -> tuple[object, bytes | None]:
+    @staticmethod
+    def _decode(request: web.Request, t: paths.Target, raw: bytes) -> tuple[object, bytes | None]:
         """The decoded body, and the raw bytes when JSON (duplicate fields are only visible there)."""
-        raw = await request.read()
         value, _ = negotiation.decode_body(raw, request.headers.get("Content-Type"),
                                            into=protobuf.body_type(t.rt, t.subresource))
         is_json = (request.headers.get("Content-Type") or "application/json").startswith("application/json")
-        return value, raw if is_json else None
+        return value, negotiation.as_go_utf8(raw) if is_json else None
 
     def _respond_object(self, request: web.Request, rt: ResourceType, obj: dict, status: int = 200,
                         warnings: list[str] | None = None) -> web.Response:
@@ -270,13 +283,18 @@ class ApiServer:
         return _json_response(obj, status, headers)
 
     # --- list and watch ---------------------------------------------------
-    def _list(self, request: web.Request, t: paths.Target) -> web.Response:
+    async def _list(self, request: web.Request, t: paths.Target, opts: dict) -> web.Response:
         q = request.query
+        cont = opts["continue"]
+        if cont and opts["resourceVersion"] not in ("", "0"):
+            raise bad_request("specifying resource version is not allowed when using continue")
+        requested = versions.for_list(opts["resourceVersion"])
+        if requested > self.api.store.rv:
+            await versions.wait_until_fresh(self.api.store, requested)
         labels = parse_label_selector(q.get("labelSelector"))
         items = self.api.list(t.rt, t.namespace, labels, q.get("fieldSelector"))
         rv = self.api.resource_version
-        limit = int(q.get("limit") or 0)
-        cont = q.get("continue")
+        limit = opts["limit"]
         next_token, remaining = None, None
         if cont:
             try:
@@ -309,8 +327,9 @@ class ApiServer:
                            "you requested PartialObjectMetadata, but the requested object is a list")
         return _json_response(_list_body(t.rt, items, meta))
 
-    async def _watch(self, request: web.Request, t: paths.Target) -> web.StreamResponse:
+    async def _watch(self, request: web.Request, t: paths.Target, opts: dict) -> web.StreamResponse:
         q = request.query
+        since = versions.for_watch(opts["resourceVersion"])
         labels = parse_label_selector(q.get("labelSelector"))
         fields = self.api.field_selector(t.rt, q.get("fieldSelector"))
         if t.name is not None:
@@ -330,13 +349,11 @@ class ApiServer:
                 return _partial(obj, conv.group_version)
             return obj
 
-        timeout = q.get("timeoutSeconds")
         return await watch.serve(
             request, self.api, t.rt, namespace=t.namespace, labels=labels, fields=fields,
-            resource_version=q.get("resourceVersion"), send_initial_events=q.get("sendInitialEvents") == "true",
-            allow_bookmarks=q.get("allowWatchBookmarks") == "true",
-            timeout=float(timeout) if timeout else 1800.0, encode=encode,
-            matches_labels=matches_labels, matches_fields=matches_fields)
+            resource_version=since, send_initial_events=bool(opts["sendInitialEvents"]),
+            allow_bookmarks=opts["allowWatchBookmarks"], timeout=float(opts["timeoutSeconds"] or 1800),
+            encode=encode, matches_labels=matches_labels, matches_fields=matches_fields)
 
     # --- logs -------------------------------------------------------------
     async def _logs(self, request: web.Request, t: paths.Target) -> web.StreamResponse:
@@ -423,17 +440,6 @@ def _group_version_path(path: str) -> tuple[str, str] | None:
     if len(parts) == 3 and parts[0] == "apis":
         return parts[1], parts[2]
     return None
-
-
-def _dry_run(q) -> bool:
-    return q.get("dryRun") == "All"
-
-
-def _field_validation(q) -> str:
-    value = q.get("fieldValidation") or "Warn"
-    if value not in ("Ignore", "Warn", "Strict"):
-        raise bad_request(f'fieldValidation must be one of "Ignore", "Warn", or "Strict", got {value!r}')
-    return value
 
 
 def _manager(request: web.Request, patch_type: str | None = None) -> str | None:

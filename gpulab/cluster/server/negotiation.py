@@ -8,15 +8,17 @@ staging/src/k8s.io/apiserver/pkg/endpoints/handlers/negotiation.
 """
 from __future__ import annotations
 
+import codecs
 import json
 from dataclasses import dataclass
 
 import orjson
 import yaml
 
+from .. import jsonio
 from ..errors import ApiError, bad_request, unsupported_media_type
 from ..gofmt import go_quote
-from . import protobuf
+from . import protobuf, yamlbounds
 
 try:  # libyaml when present: several times faster on big manifests
     _YamlLoader = yaml.CSafeLoader
@@ -31,7 +33,6 @@ PATCH_TYPES = {
     "application/apply-patch+cbor": None,
 }
 
-MAX_REQUEST_BODY = 3 * 1024 * 1024  # apiserver's MaxRequestBodyBytes default
 
 
 @dataclass(frozen=True)
@@ -79,21 +80,15 @@ def negotiate_output(accept: str | None) -> Conversion:
 
 def decode_body(raw: bytes, content_type: str | None, *, patch: bool = False,
                 into: tuple[str, str] | None = None):
-    """Decode a request body by its Content-Type; returns (value, patch_type or None).
+    """Decode a request body (read within bounds by :mod:`.bodies`) by its Content-Type; returns
+    (value, patch_type or None).
 
     ``into`` is the (apiVersion, kind) a create or update handler decodes into; protobuf bodies need it
     (their errors name it); without it a protobuf body is a DELETE's DeleteOptions.
     """
-    if len(raw) > MAX_REQUEST_BODY:
-        raise ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BODY}")
     media, _ = _params(content_type or "application/json")
     if patch:
-        if media not in PATCH_TYPES or PATCH_TYPES[media] is None:
-            raise ApiError(415, "UnsupportedMediaType",
-                           f"the body of the request was in an unknown format - accepted media types include: "
-                           f"application/json-patch+json, application/merge-patch+json, "
-                           f"application/apply-patch+yaml", {})
-        kind = PATCH_TYPES[media]
+        kind = patch_type(content_type)
         if kind == "apply":
             return _yaml(raw), kind
         return _json(raw, patch=True), kind
@@ -106,31 +101,102 @@ def decode_body(raw: bytes, content_type: str | None, *, patch: bool = False,
     raise unsupported_media_type(media)
 
 
+def patch_type(content_type: str | None) -> str:
+    """The patch flavour a PATCH's Content-Type names, or 415 (handlers/patch.go checks it before anything)."""
+    media, _ = _params(content_type or "application/json")
+    kind = PATCH_TYPES.get(media)
+    if kind is None:
+        raise ApiError(415, "UnsupportedMediaType",
+                       "the body of the request was in an unknown format - accepted media types include: "
+                       "application/json-patch+json, application/merge-patch+json, "
+                       "application/apply-patch+yaml", {})
+    return kind
+
+
 def _json(raw: bytes, *, patch: bool = False):
     if not raw.strip():
         raise bad_request("the body of the request was empty" if patch else
                           "couldn't get version/kind; json parse error: unexpected end of JSON input")
     try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        message = go_json_error(raw)
+        return _go_json(raw)
+    except ValueError as exc:
+        message = str(exc) if isinstance(exc, jsonio.TooDeep) else go_json_error(raw)
         if patch:
             raise bad_request(f"error decoding patch: {message}") from None
         raise bad_request(f"couldn't get version/kind; json parse error: {message}") from None
 
 
-def go_json_error(raw: bytes) -> str:
-    """The message Go's encoding/json gives for a malformed document (scanner.go), from Python's diagnosis."""
-    text = raw.decode("utf-8", errors="replace")
+def _go_json(raw: bytes):
+    """Parse as Go's decoder does: invalid UTF-8 and lone surrogate escapes inside strings become U+FFFD.
+
+    Raises ValueError for anything Go refuses.
+    """
     try:
-        json.loads(text)
+        return jsonio.loads(raw)
+    except jsonio.TooDeep:
+        raise
+    except ValueError:
+        pass
+    text = raw.decode("utf-8", errors=_PER_BYTE_REPLACEMENT)
+    value = json.loads(text, parse_constant=_refuse_constant)  # what orjson refused; Go may still accept it
+    return _without_lone_surrogates(value)
+
+
+def as_go_utf8(raw: bytes) -> bytes:
+    """``raw`` with every byte that is not UTF-8 replaced by U+FFFD, as Go's decoder reads strings."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors=_PER_BYTE_REPLACEMENT).encode()
+    return raw
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _replace_each_byte(err: UnicodeDecodeError):
+    """Go's utf8.DecodeRune: every byte of an invalid sequence becomes its own U+FFFD."""
+    return "\ufffd" * (err.end - err.start), err.end
+
+
+_PER_BYTE_REPLACEMENT = "gpulab-go-utf8"
+codecs.register_error(_PER_BYTE_REPLACEMENT, _replace_each_byte)
+
+
+def _without_lone_surrogates(value):
+    """encoding/json's unquote turns a ``\\ud800`` without its pair into U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace") if _has_surrogate(value) \
+            else value
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def _has_surrogate(text: str) -> bool:
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
+def go_json_error(raw: bytes) -> str:
+    """The message Go's encoding/json gives for a malformed document (scanner.go), from Python's diagnosis.
+
+    Go's scanner works on bytes: a character it names is the byte where it stopped (``'\u00ff'`` for 0xff).
+    """
+    text = raw.decode("utf-8", errors="surrogateescape")
+    try:
+        json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         pos, msg = exc.pos, exc.msg
-    else:  # orjson refused something json accepts (e.g. NaN): Go refuses it too, as a value
+    except ValueError:  # NaN, Infinity: Go refuses them as a value
+        return "invalid character 'N' looking for beginning of value"
+    else:  # pragma: no cover - _go_json accepted what json accepts
         return "invalid character 'N' looking for beginning of value"
     if pos >= len(text.rstrip()) or msg.startswith("Unterminated string"):
         return "unexpected end of JSON input"
-    char = _go_quote_char(text[pos])
+    char = _go_quote_char(chr(text[pos:pos + 1].encode("utf-8", "surrogateescape")[0]))
     if msg.startswith("Expecting property name"):
         return f"invalid character {char} looking for beginning of object key string"
     if msg == "Expecting ':' delimiter":
@@ -171,18 +237,23 @@ def _go_quote_char(ch: str) -> str:
         return "'\\''"
     if ch == '"':
         return "'\"'"
-    quoted = go_quote(ch)[1:-1]
-    return f"'{quoted}'"
+    return f"'{go_quote(ch)[1:-1]}'"
 
 
 def _yaml(raw: bytes):
+    loader = _YamlLoader(raw)
     try:
-        value = yaml.load(raw, Loader=_YamlLoader)  # noqa: S506 - SafeLoader variant
+        node = loader.get_single_node()
+        if b"*" in raw:  # no alias without an asterisk
+            yamlbounds.check(node, raw)
+        value = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f"line {mark.line + 1}: " if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise bad_request(f"error converting YAML to JSON: yaml: {line}{problem}") from None
+    finally:
+        loader.dispose()
     return value
 
 
