@@ -21,7 +21,7 @@ def apps(cluster):
 
 def test_version(cluster):
     info = client.VersionApi(cluster.client()).get_code()
-    assert info.major == "1" and info.minor == "36" and info.git_version.startswith("v1.36.")
+    assert info.major == "1" and info.minor == "37" and info.git_version.startswith("v1.37.")
 
 
 def test_crud_configmap(core):

