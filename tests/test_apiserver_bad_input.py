@@ -73,6 +73,29 @@ def test_unknown_field_strict_and_warn(cluster):
     proc = cluster.kubectl("apply", "--validate=warn", "-f", "-", input=pod)
     assert 'Warning: unknown field "spec.gpuCount"' in proc.stderr
     assert proc.stdout.strip() == "pod/strict created"
+    # The typed decoder drops what it warned about: nothing unknown is stored.
+    assert "gpuCount" not in json.loads(cluster.kubectl("get", "pod", "strict", "-o", "json").stdout)["spec"]
+
+
+@pytest.mark.parametrize("validation", ["Ignore", "Warn"])
+def test_unknown_fields_of_built_in_kinds_are_dropped(raw, validation):
+    """What the Python client sends by default (no fieldValidation, or Warn): unknown fields are not stored, at any
+    depth (the typed decoder of k8s.io/apimachinery/pkg/runtime/serializer/json, strict or not, only keeps the Go
+    type's fields)."""
+    name = f"unknown-{validation.lower()}"
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "lables": {"a": "b"}},
+            "data": {"k": "v"}, "datum": {"x": "y"}}
+    code, created = raw.request("POST", f"/api/v1/namespaces/default/configmaps?fieldValidation={validation}",
+                                json.dumps(body).encode())
+    assert code == 201
+    code, stored = raw.request("GET", f"/api/v1/namespaces/default/configmaps/{name}")
+    for obj in (created, stored):
+        assert "datum" not in obj and "lables" not in obj["metadata"] and obj["data"] == {"k": "v"}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+           "spec": {"containers": [{"name": "c", "image": "busybox", "gpus": 1}], "gpuCount": 1}}
+    code, created = raw.request("POST", f"/api/v1/namespaces/default/pods?fieldValidation={validation}",
+                                json.dumps(pod).encode())
+    assert code == 201 and "gpuCount" not in created["spec"] and "gpus" not in created["spec"]["containers"][0]
 
 
 def test_invalid_name(cluster):

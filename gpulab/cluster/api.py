@@ -161,7 +161,7 @@ class Api:
         obj["metadata"] = meta
         ns = self._request_namespace(rt, meta, namespace)
         self._check_fields(rt, obj, field_validation, warnings, raw)
-        self.strategy(rt).decode(obj)
+        self.strategy(rt).decode(obj, rt)
         if not meta.get("name"):
             if meta.get("generateName"):
                 meta["name"] = meta["generateName"] + random_suffix()
@@ -272,7 +272,7 @@ class Api:
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise conflict(rt.plural, rt.group, name,
                            "the object has been modified; please apply your changes to the latest version and try again")
-        self.strategy(rt).decode(obj)
+        self.strategy(rt).decode(obj, rt)
         new = conversion.to_storage(rt, obj, self._storage_rt(rt))
         return conversion.from_storage(rt, self._update_from(self._storage_rt(rt), old, new, subresource, manager,
                                                              dry_run=dry_run))
@@ -352,7 +352,7 @@ class Api:
         nmeta = new.setdefault("metadata", {})
         if nmeta.get("name", name) != name:
             raise bad_request(f'the name of the object ({nmeta.get("name")}) does not match the name on the URL ({name})')
-        self.strategy(rt).decode(new)
+        self.strategy(rt).decode(new, rt)
         rv = nmeta.get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise conflict(rt.plural, rt.group, name,
@@ -387,7 +387,7 @@ class Api:
         old = conversion.from_storage(rt, old_stored)
         new = server_side_apply(old, applied, rt, manager=manager, force=force, now=now, subresource=subresource,
                                 reset=strategy.reset_fields(subresource))
-        strategy.decode(new)
+        strategy.decode(new, rt)
         stored_new = conversion.to_storage(rt, new, self._storage_rt(rt))
         result = self._update_from(self._storage_rt(rt), old_stored, stored_new, subresource, manager,
                                    operation="Apply", dry_run=dry_run, managed_done=True)

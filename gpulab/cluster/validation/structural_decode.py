@@ -189,12 +189,15 @@ def _drop(node: dict, name: str | None, value: Any) -> None:
             for key in [k for k in value if k not in properties]:
                 del value[key]
             for key, v in value.items():
-                _drop(*_resolve(properties[key]), v)
+                if isinstance(v, (dict, list)):  # scalars have no fields to drop
+                    _drop(*_resolve(properties[key]), v)
     elif isinstance(node.get("additionalProperties"), dict) and isinstance(value, dict):
         element = _resolve(node["additionalProperties"])
         for v in value.values():
-            _drop(*element, v)
+            if isinstance(v, (dict, list)):
+                _drop(*element, v)
     elif "items" in node and isinstance(value, list):
         element = _resolve(node["items"])
         for v in value:
-            _drop(*element, v)
+            if isinstance(v, (dict, list)):
+                _drop(*element, v)
