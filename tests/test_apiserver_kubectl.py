@@ -130,6 +130,31 @@ def test_create_warns_like_kube_apiserver(kubectl):
                                        "a null labelSelector results in matching no pod"]
 
 
+def test_services_get_their_ip_families_and_keep_their_cluster_ip(kubectl):
+    """initIPFamilyFields, the zero ServiceStatus, patchAllocatedValues and normalizeClusterIPs
+    (pkg/registry/core/service/storage/alloc.go, storage.go), then ValidateServiceUpdate's
+    validateUpgradeDowngradeClusterIPs (pkg/apis/core/validation/validation.go)."""
+    svc = ("apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: default}\n"
+           "spec: {selector: {app: web}, ports: [{port: 80}]}\n")
+    assert kubectl("apply", "-f", "-", input=svc).stdout.strip() == "service/web created"
+    got = json.loads(kubectl("get", "svc", "web", "-o", "json").stdout)
+    spec = got["spec"]
+    assert (spec["ipFamilies"], spec["ipFamilyPolicy"], spec["clusterIPs"]) == (["IPv4"], "SingleStack",
+                                                                               [spec["clusterIP"]])
+    assert got["status"] == {"loadBalancer": {}}
+    # The same manifest again (no clusterIP in it): the allocated address stays.
+    assert kubectl("apply", "-f", "-", input=svc).stdout.strip() == "service/web unchanged"
+    proc = kubectl("patch", "svc", "web", "-p", '{"spec":{"clusterIP":"10.96.9.9"}}', check=False)
+    assert proc.returncode == 1 and proc.stderr.strip() == (
+        'The Service "web" is invalid: spec.clusterIPs[0]: Invalid value: ["10.96.9.9"]: may not change once set')
+    headless = ("apiVersion: v1\nkind: Service\nmetadata: {name: peers, namespace: default}\n"
+                "spec: {clusterIP: None, ports: [{port: 80}]}\n")
+    kubectl("apply", "-f", "-", input=headless)
+    spec = json.loads(kubectl("get", "svc", "peers", "-o", "json").stdout)["spec"]
+    assert (spec["clusterIPs"], spec["ipFamilies"], spec["ipFamilyPolicy"]) == (["None"], ["IPv4", "IPv6"],
+                                                                               "RequireDualStack")
+
+
 def test_output_formats(kubectl):
     kubectl("create", "configmap", "formats", "--from-literal=gpu=h100")
     as_yaml = yaml.safe_load(kubectl("get", "cm", "formats", "-o", "yaml").stdout)
