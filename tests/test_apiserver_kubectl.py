@@ -155,6 +155,21 @@ def test_services_get_their_ip_families_and_keep_their_cluster_ip(kubectl):
                                                                                "RequireDualStack")
 
 
+def test_server_side_apply_after_a_client_side_create_keeps_what_admission_added(kubectl):
+    """The create handler records managedFields before mutating admission (apiserver handlers/create.go), so the
+    ServiceAccount token volume belongs to no manager and kubectl's move from client-side to server-side apply
+    (which takes over kubectl-client-side-apply's fields) does not remove it."""
+    ns = "csa-to-ssa"
+    kubectl("create", "namespace", ns)
+    assert kubectl("apply", "-n", ns, "-f", "-", input=INFER_WORKER).stdout.strip() == "pod/infer-worker created"
+    out = kubectl("apply", "--server-side", "-n", ns, "-f", "-", input=INFER_WORKER)
+    assert out.stdout.strip() == "pod/infer-worker serverside-applied"
+    pod = json.loads(kubectl("get", "pod", "infer-worker", "-n", ns, "-o", "json", "--show-managed-fields").stdout)
+    assert any(v["name"].startswith("kube-api-access-") for v in pod["spec"]["volumes"])
+    owned = json.dumps([m["fieldsV1"] for m in pod["metadata"]["managedFields"]])
+    assert "kube-api-access" not in owned and "f:tolerations" not in owned
+
+
 def test_output_formats(kubectl):
     kubectl("create", "configmap", "formats", "--from-literal=gpu=h100")
     as_yaml = yaml.safe_load(kubectl("get", "cm", "formats", "-o", "yaml").stdout)

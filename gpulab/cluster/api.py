@@ -176,8 +176,14 @@ class Api:
             meta.pop(k, None)
         strategy = self.strategy(storage_rt)
         strategy.default(obj)
-        strategy.admit_create(obj, self._context)
         now = self.clock()
+        if manager:
+            # The create handler records the fields before mutating admission and PrepareForCreate: what they
+            # add (a ServiceAccount token volume, a Job's selector, a cluster IP) belongs to no manager.
+            obj = update_managed_fields(None, obj, storage_rt, manager=manager, operation="Update",
+                                        subresource=None, now=rfc3339(now), reset=strategy.reset_fields(None))
+            meta = obj["metadata"]
+        strategy.admit_create(obj, self._context)
         meta["creationTimestamp"] = rfc3339(now)
         meta["uid"] = str(uuid.uuid4())
         strategy.prepare_for_create(obj, self._context)
@@ -190,9 +196,6 @@ class Api:
         name = meta["name"]
         if self.store.get(storage_rt.storage_key, ns if rt.namespaced else "", name) is not None:
             raise already_exists(rt.plural, rt.group, name)
-        if manager:
-            obj = update_managed_fields(None, obj, storage_rt, manager=manager, operation="Update",
-                                        subresource=None, now=rfc3339(now), reset=strategy.reset_fields(None))
         if dry_run:
             obj["metadata"]["resourceVersion"] = ""
             return conversion.from_storage(rt, obj)
