@@ -36,13 +36,17 @@ def raw(cluster):
 
 
 def test_malformed_json_body(raw):
+    """create.go transformDecodeError: no kind could be read, so the message names the expected type and
+    summarizes the body (its first 30 bytes, hex unless it starts with "{")."""
     code, body = raw.request("POST", "/api/v1/namespaces/default/configmaps", b'{"kind": "ConfigMap", ')
     assert code == 400 and body["reason"] == "BadRequest"
-    assert body["message"] == "couldn't get version/kind; json parse error: unexpected end of JSON input"
-    code, body = raw.request("POST", "/api/v1/namespaces/default/configmaps", b"x")
+    assert body["message"] == ('the object provided is unrecognized (must be of type ConfigMap): couldn\'t get '
+                               'version/kind; json parse error: unexpected end of JSON input ({"kind": "ConfigMap", )')
+    code, body = raw.request("POST", "/api/v1/namespaces", b"x")
     assert code == 400
-    assert body["message"] == ("couldn't get version/kind; json parse error: invalid character 'x' looking for "
-                               "beginning of value")
+    assert body["message"] == ("the object provided is unrecognized (must be of type Namespace): couldn't get "
+                               "version/kind; json parse error: invalid character 'x' looking for beginning of value "
+                               "(78)")
 
 
 def test_malformed_yaml_is_refused_by_kubectl_and_loses_nothing(cluster, raw):
@@ -51,7 +55,9 @@ def test_malformed_yaml_is_refused_by_kubectl_and_loses_nothing(cluster, raw):
     assert proc.returncode == 1
     assert proc.stderr.startswith("error: error parsing STDIN: error converting YAML to JSON: yaml: ")
     code, body = raw.request("POST", "/api/v1/namespaces/default/configmaps", b"a: [b\n", "application/yaml")
-    assert code == 400 and body["message"].startswith("error converting YAML to JSON: yaml: ")
+    assert code == 400 and body["message"].startswith(
+        "the object provided is unrecognized (must be of type ConfigMap): error converting YAML to JSON: yaml: ")
+    assert body["message"].endswith(" (613a205b620a)")  # summarizeData: a body not starting with "{" is hex
     assert cluster.kubectl("get", "cm", "survivor", "-o", "jsonpath={.data.keep}").stdout == "me"
 
 
