@@ -36,13 +36,17 @@ def raw(cluster):
 
 
 def test_malformed_json_body(raw):
+    """create.go transformDecodeError: no kind could be read, so the message names the expected type and
+    summarizes the body (its first 30 bytes, hex unless it starts with "{")."""
     code, body = raw.request("POST", "/api/v1/namespaces/default/configmaps", b'{"kind": "ConfigMap", ')
     assert code == 400 and body["reason"] == "BadRequest"
-    assert body["message"] == "couldn't get version/kind; json parse error: unexpected end of JSON input"
-    code, body = raw.request("POST", "/api/v1/namespaces/default/configmaps", b"x")
+    assert body["message"] == ('the object provided is unrecognized (must be of type ConfigMap): couldn\'t get '
+                               'version/kind; json parse error: unexpected end of JSON input ({"kind": "ConfigMap", )')
+    code, body = raw.request("POST", "/api/v1/namespaces", b"x")
     assert code == 400
-    assert body["message"] == ("couldn't get version/kind; json parse error: invalid character 'x' looking for "
-                               "beginning of value")
+    assert body["message"] == ("the object provided is unrecognized (must be of type Namespace): couldn't get "
+                               "version/kind; json parse error: invalid character 'x' looking for beginning of value "
+                               "(78)")
 
 
 def test_malformed_yaml_is_refused_by_kubectl_and_loses_nothing(cluster, raw):
@@ -51,7 +55,9 @@ def test_malformed_yaml_is_refused_by_kubectl_and_loses_nothing(cluster, raw):
     assert proc.returncode == 1
     assert proc.stderr.startswith("error: error parsing STDIN: error converting YAML to JSON: yaml: ")
     code, body = raw.request("POST", "/api/v1/namespaces/default/configmaps", b"a: [b\n", "application/yaml")
-    assert code == 400 and body["message"].startswith("error converting YAML to JSON: yaml: ")
+    assert code == 400 and body["message"].startswith(
+        "the object provided is unrecognized (must be of type ConfigMap): error converting YAML to JSON: yaml: ")
+    assert body["message"].endswith(" (613a205b620a)")  # summarizeData: a body not starting with "{" is hex
     assert cluster.kubectl("get", "cm", "survivor", "-o", "jsonpath={.data.keep}").stdout == "me"
 
 
@@ -73,6 +79,29 @@ def test_unknown_field_strict_and_warn(cluster):
     proc = cluster.kubectl("apply", "--validate=warn", "-f", "-", input=pod)
     assert 'Warning: unknown field "spec.gpuCount"' in proc.stderr
     assert proc.stdout.strip() == "pod/strict created"
+    # The typed decoder drops what it warned about: nothing unknown is stored.
+    assert "gpuCount" not in json.loads(cluster.kubectl("get", "pod", "strict", "-o", "json").stdout)["spec"]
+
+
+@pytest.mark.parametrize("validation", ["Ignore", "Warn"])
+def test_unknown_fields_of_built_in_kinds_are_dropped(raw, validation):
+    """What the Python client sends by default (no fieldValidation, or Warn): unknown fields are not stored, at any
+    depth (the typed decoder of k8s.io/apimachinery/pkg/runtime/serializer/json, strict or not, only keeps the Go
+    type's fields)."""
+    name = f"unknown-{validation.lower()}"
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "lables": {"a": "b"}},
+            "data": {"k": "v"}, "datum": {"x": "y"}}
+    code, created = raw.request("POST", f"/api/v1/namespaces/default/configmaps?fieldValidation={validation}",
+                                json.dumps(body).encode())
+    assert code == 201
+    code, stored = raw.request("GET", f"/api/v1/namespaces/default/configmaps/{name}")
+    for obj in (created, stored):
+        assert "datum" not in obj and "lables" not in obj["metadata"] and obj["data"] == {"k": "v"}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+           "spec": {"containers": [{"name": "c", "image": "busybox", "gpus": 1}], "gpuCount": 1}}
+    code, created = raw.request("POST", f"/api/v1/namespaces/default/pods?fieldValidation={validation}",
+                                json.dumps(pod).encode())
+    assert code == 201 and "gpuCount" not in created["spec"] and "gpus" not in created["spec"]["containers"][0]
 
 
 def test_invalid_name(cluster):

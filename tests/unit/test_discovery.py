@@ -31,11 +31,11 @@ def registry():
     return builtin_registry()
 
 
-def test_version_info_reports_v1_36():
+def test_version_info_reports_v1_37():
     info = discovery.version_info()
-    assert (info["major"], info["minor"], info["gitVersion"]) == ("1", "36", "v1.36.0")
-    assert (info["emulationMajor"], info["emulationMinor"]) == ("1", "36")
-    assert (info["minCompatibilityMajor"], info["minCompatibilityMinor"]) == ("1", "35")
+    assert (info["major"], info["minor"], info["gitVersion"]) == ("1", "37", "v1.37.1")
+    assert (info["emulationMajor"], info["emulationMinor"]) == ("1", "37")
+    assert (info["minCompatibilityMajor"], info["minCompatibilityMinor"]) == ("1", "36")
     assert list(info) == ["major", "minor", "emulationMajor", "emulationMinor", "minCompatibilityMajor",
                           "minCompatibilityMinor", "gitVersion", "gitCommit", "gitTreeState", "buildDate",
                           "goVersion", "compiler", "platform"]

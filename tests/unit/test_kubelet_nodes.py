@@ -56,7 +56,7 @@ def test_status_images_lists_pulled_images_and_keeps_extended_resources():
         await h.until(lambda: h.api.get("nodes", "worker")["status"].get("images"), what="the first node status")
         status = h.api.get("nodes", "worker")["status"]
         names = [n for image in status["images"] for n in image["names"]]
-        assert "registry.k8s.io/pause:3.10.1" in names and "registry.k8s.io/kube-proxy:v1.36.0" in names
+        assert "registry.k8s.io/pause:3.10.1" in names and "registry.k8s.io/kube-proxy:v1.37.1" in names
         status["capacity"][GPU] = status["allocatable"][GPU] = "8"
         h.api.update("nodes", {"metadata": {"name": "worker"}, "status": status}, subresource="status",
                      manager="nvidia-device-plugin")

@@ -109,7 +109,7 @@ def test_pod_tolerations_in_v3_core_document(registry):
     assert schemas["io.k8s.api.core.v1.Toleration"]["properties"]["effect"]["description"] == (
         "Effect indicates the taint effect to match. Empty means match all taint effects. When specified, allowed "
         "values are NoSchedule, PreferNoSchedule and NoExecute.")
-    assert (doc["openapi"], doc["info"]) == ("3.0.0", {"title": "Kubernetes", "version": "v1.36.0"})
+    assert (doc["openapi"], doc["info"]) == ("3.0.0", {"title": "Kubernetes", "version": "v1.37.1"})
 
 
 def test_pod_patch_operation_carries_field_validation(registry):
@@ -277,7 +277,7 @@ def test_upstream_operation_ids_and_descriptions(registry):
 
 def test_v2_is_swagger_kubectl_can_parse(with_crds):
     doc = openapi.openapi_v2(with_crds)
-    assert (doc["swagger"], doc["info"]) == ("2.0", {"title": "Kubernetes", "version": "v1.36.0"})
+    assert (doc["swagger"], doc["info"]) == ("2.0", {"title": "Kubernetes", "version": "v1.37.1"})
     assert doc["securityDefinitions"]["BearerToken"]["name"] == "authorization"
     forbidden = {"oneOf", "anyOf", "nullable", "allOf"}
     assert not [n for d in doc["definitions"].values() for n in _schema_nodes(d) if forbidden & set(n)]

@@ -323,9 +323,13 @@ def test_lease():
 
 
 # --- kinds without a printer ------------------------------------------------------------
-def test_custom_resource_definitions_use_the_default_table():
-    assert headers("customresourcedefinitions.apiextensions.k8s.io") == [("Name", "string", 0),
-                                                                         ("Created At", "date", 0)]
-    crd = {"metadata": meta("clusterpolicies.nvidia.com", "2026-03-01T06:30:00+01:00")}
-    assert row("customresourcedefinitions.apiextensions.k8s.io", crd) == ["clusterpolicies.nvidia.com",
-                                                                          "2026-03-01T05:30:00Z"]
+def test_custom_resource_definitions_print_group_scope_and_versions():
+    """v1.37's CRD table convertor (apiextensions-apiserver tableconvertor.go, kubernetes/kubernetes#131599)."""
+    assert headers("customresourcedefinitions.apiextensions.k8s.io") == [
+        ("Name", "string", 0), ("Group", "string", 0), ("Scope", "string", 0), ("Versions", "string", 0),
+        ("Created At", "date", 0)]
+    crd = {"metadata": meta("clusterpolicies.nvidia.com", "2026-03-01T06:30:00+01:00"),
+           "spec": {"group": "nvidia.com", "scope": "Cluster",
+                    "versions": [{"name": "v1", "served": True}, {"name": "v1alpha1", "served": False}]}}
+    assert row("customresourcedefinitions.apiextensions.k8s.io", crd) == [
+        "clusterpolicies.nvidia.com", "nvidia.com", "Cluster", "v1,v1alpha1", "2026-03-01T05:30:00Z"]

@@ -124,8 +124,10 @@ def test_service_cluster_ip_may_not_change():
     strategy_for(REGISTRY.by_key("services")).default(old)
     new = copy.deepcopy(old)
     new["spec"]["clusterIPs"] = ["10.96.0.11"]
+    # ValidateServiceUpdate: validateUpgradeDowngradeClusterIPs, then ValidateService's related-fields check.
     assert [str(e) for e in validate_update(REGISTRY.by_key("services"), new, old)] == [
-        'spec.clusterIPs[0]: Invalid value: ["10.96.0.11"]: may not change once set']
+        'spec.clusterIPs[0]: Invalid value: ["10.96.0.11"]: may not change once set',
+        'spec.clusterIPs: Invalid value: ["10.96.0.11"]: first value must match `clusterIP`']
 
 
 def test_event_namespace_must_match():

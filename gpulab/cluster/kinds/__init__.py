@@ -6,7 +6,7 @@ names, subresources), its defaulting, admission, PrepareForCreate and
 PrepareForUpdate rules, validation, status reset fields, DELETE behaviour,
 printer and selectable fields, as kube-apiserver's
 pkg/registry/<group>/<kind>/strategy.go does. :data:`BUILTIN` lists them in
-the order discovery reports them (a v1.36 kube-apiserver's); custom resources
+the order discovery reports them (a v1.37 kube-apiserver's); custom resources
 get a :class:`~gpulab.cluster.kinds.custom.CustomResourceStrategy` per served
 version of their CRD. Adding a kind: docs/architecture.md.
 """

@@ -31,7 +31,8 @@ class CustomResourceStrategy(Strategy):
     def selectable_fields(self) -> dict:
         return {(f.get("jsonPath") or "").lstrip("."): None for f in self.resource.crd.get("selectableFields") or ()}
 
-    def decode(self, obj: dict) -> None:
+    def decode(self, obj: dict, served: ResourceType) -> None:
+        """Pruning of unknown fields and the schema's defaults (the structural decoder)."""
         validation.prune_and_default(self.resource, obj)
 
     def prepare_for_create(self, obj: dict, ctx: Context) -> None:

@@ -8,6 +8,8 @@ finalizer does that asynchronously).
 from __future__ import annotations
 
 from ..objects import clone, rfc3339
+from ..printers import Printer
+from ..printers import apiextensions as printers
 from ..registry import ResourceType
 from ..validation import crd as validation
 from .strategy import Context, Strategy
@@ -18,6 +20,7 @@ class CustomResourceDefinitionStrategy(Strategy):
                             False, short_names=("crd", "crds"), categories=("api-extensions",),
                             subresources=("status",))
     has_generation = True
+    printer = Printer(printers.crd_columns, printers.crd_cells)
     # statusStrategy.GetResetFields
     status_reset_fields = (("metadata",), ("spec",))
 

@@ -27,7 +27,9 @@ class DaemonSetStrategy(Strategy):
 
     def prepare_for_create(self, obj: dict, ctx: Context) -> None:
         super().prepare_for_create(obj, ctx)
-        obj["status"] = {}
+        # The zero DaemonSetStatus as encoding/json writes it: these four counters have no omitempty (types.go).
+        obj["status"] = {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
+                         "numberReady": 0}
 
     def prepare_for_update(self, new: dict, old: dict, subresource: str | None = None) -> dict:
         new = super().prepare_for_update(new, old, subresource)

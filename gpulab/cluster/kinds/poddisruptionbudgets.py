@@ -16,7 +16,8 @@ class PodDisruptionBudgetStrategy(Strategy):
 
     def prepare_for_create(self, obj: dict, ctx: Context) -> None:
         super().prepare_for_create(obj, ctx)
-        obj["status"] = {}
+        # The zero PodDisruptionBudgetStatus: these four counters have no omitempty (policy/v1 types.go).
+        obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
 
     def validate(self, obj: dict) -> list:
         return validation.validate_pdb(obj)

@@ -23,7 +23,7 @@ class ReplicaSetStrategy(Strategy):
 
     def prepare_for_create(self, obj: dict, ctx: Context) -> None:
         super().prepare_for_create(obj, ctx)
-        obj["status"] = {}
+        obj["status"] = {"replicas": 0}  # the zero ReplicaSetStatus: replicas has no omitempty (types.go)
 
     def validate(self, obj: dict) -> list:
         return validation.validate_replicaset(obj)

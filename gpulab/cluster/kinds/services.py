@@ -1,17 +1,31 @@
-"""Services: pkg/registry/core/service (strategy.go, storage/alloc.go).
+"""Services: pkg/registry/core/service (strategy.go, storage/storage.go, storage/alloc.go).
 
-A Service of a type that needs one gets a cluster IP from the service CIDR
-(10.96.0.0/12, kind's default) when it names none: the lowest free address,
-where upstream's allocator picks a random one.
+The embedded cluster is single-stack IPv4 with kind's service CIDR
+(10.96.0.0/12). On create the allocator fills the IP family fields
+(initIPFamilyFields: ``SingleStack`` and ``[IPv4]``, a headless Service
+without selector ``RequireDualStack`` and both families) and gives a Service
+that needs one the lowest free cluster IP (upstream picks a random free one);
+the status starts as the zero ServiceStatus, ``{"loadBalancer": {}}``. On
+update the values it allocated stay when a client leaves them out
+(patchAllocatedValues) and ``clusterIP``/``clusterIPs`` are kept in step
+(normalizeClusterIPs), so changing either is the validation error
+``may not change once set``.
 """
 from __future__ import annotations
 
+import ipaddress
+
 from ..defaults import core as defaults
+from ..errors import invalid_object
 from ..printers import Printer
 from ..printers import core as printers
 from ..registry import ResourceType
 from ..validation import core as validation
+from ..validation.field import invalid
+from ..validation.path import Path
 from .strategy import PROXY_VERBS, Context, Strategy, Subresource
+
+_FAMILIES = ("IPv4",)  # the families the cluster serves (--service-cluster-ip-range)
 
 
 class ServiceStrategy(Strategy):
@@ -28,11 +42,20 @@ class ServiceStrategy(Strategy):
     def prepare_for_create(self, obj: dict, ctx: Context) -> None:
         super().prepare_for_create(obj, ctx)
         spec = obj.setdefault("spec", {})
-        if spec.get("type") == "ExternalName" or spec.get("clusterIP") == "None":
-            return
-        if not spec.get("clusterIP"):
+        if spec.get("clusterIP") and not spec.get("clusterIPs"):
+            spec["clusterIPs"] = [spec["clusterIP"]]
+        _init_ip_families(obj, None)
+        if _needs_cluster_ip(spec) and spec.get("clusterIP") != "None" and not spec.get("clusterIP"):
             spec["clusterIP"] = _free_cluster_ip(ctx)
-        spec.setdefault("clusterIPs", [spec["clusterIP"]])
+            spec["clusterIPs"] = [spec["clusterIP"]]
+        obj["status"] = {"loadBalancer": {}}  # the zero ServiceStatus (LoadBalancerStatus is a struct)
+
+    def prepare_for_update(self, new: dict, old: dict, subresource: str | None = None) -> dict:
+        if subresource is None:
+            _patch_allocated_values(new.setdefault("spec", {}), old.get("spec") or {})
+            _normalize_cluster_ips(new["spec"], old.get("spec") or {})
+            _init_ip_families(new, old)
+        return super().prepare_for_update(new, old, subresource)
 
     def validate(self, obj: dict) -> list:
         return validation.validate_service(obj)
@@ -43,9 +66,95 @@ class ServiceStrategy(Strategy):
         return validation.validate_service_update(new, old)
 
 
+def _needs_cluster_ip(spec: dict) -> bool:
+    return spec.get("type") != "ExternalName"
+
+
 def _free_cluster_ip(ctx: Context) -> str:
     used = {(s.get("spec") or {}).get("clusterIP") for s in ctx.list("services")}
     n = 1
     while (ip := f"10.96.{n // 254}.{n % 254 + 1}") in used:
         n += 1
     return ip
+
+
+def _patch_allocated_values(spec: dict, old: dict) -> None:
+    """patchAllocatedValues: what the allocator chose stays when a resubmitted manifest leaves it out."""
+    if _needs_cluster_ip(spec) and _needs_cluster_ip(old):
+        if not spec.get("clusterIP") and old.get("clusterIP"):
+            spec["clusterIP"] = old["clusterIP"]
+        if not spec.get("clusterIPs") and old.get("clusterIPs"):
+            spec["clusterIPs"] = list(old["clusterIPs"])
+    if spec.get("type") in ("NodePort", "LoadBalancer") and old.get("type") in ("NodePort", "LoadBalancer"):
+        old_ports = {p.get("name", ""): p.get("nodePort") for p in old.get("ports") or []}
+        used = {p.get("nodePort") for p in spec.get("ports") or [] if p.get("nodePort")}
+        for port in spec.get("ports") or []:
+            previous = old_ports.get(port.get("name", ""))
+            if not port.get("nodePort") and previous and previous not in used:
+                port["nodePort"] = previous
+
+
+def _normalize_cluster_ips(spec: dict, old: dict) -> None:
+    """normalizeClusterIPs on update: a client that changes only the singular field changes the list with it."""
+    ip, ips = spec.get("clusterIP") or "", spec.get("clusterIPs") or []
+    old_ip, old_ips = old.get("clusterIP") or "", old.get("clusterIPs") or []
+    if old_ips and not ips and old_ip == ip:
+        spec["clusterIPs"] = ips = list(old_ips)
+    if old_ip != ip and ips == old_ips:
+        if old_ip and not ip:
+            spec.pop("clusterIPs", None)
+        else:
+            spec["clusterIPs"] = [ip]
+
+
+def _init_ip_families(svc: dict, old_svc: dict | None) -> None:
+    """initIPFamilyFields of a single-stack IPv4 cluster; raises the 422 its pre-validation gives."""
+    spec = svc["spec"]
+    if spec.get("type") == "ExternalName":
+        return
+    old = (old_svc or {}).get("spec") or {}
+    headless_without_selector = spec.get("clusterIP") == "None" and not spec.get("selector")
+    if spec.get("ipFamilyPolicy") is None:
+        if old.get("ipFamilyPolicy"):
+            spec["ipFamilyPolicy"] = old["ipFamilyPolicy"]
+        else:
+            spec["ipFamilyPolicy"] = "RequireDualStack" if headless_without_selector else "SingleStack"
+    families = list(spec.get("ipFamilies") or [])
+    errs = []
+    for i, ip in enumerate(spec.get("clusterIPs") or []):
+        if ip == "None":
+            break
+        if i >= len(families):
+            family = _family_of(ip)
+            if family in _FAMILIES:
+                families.append(family)
+            elif family:
+                errs.append(invalid(Path("spec").child("clusterIPs").index(i), spec["clusterIPs"],
+                                    f"{family} is not configured on this cluster"))
+    if headless_without_selector:
+        families = families or ["IPv4"]
+        if len(families) < 2 and spec["ipFamilyPolicy"] != "SingleStack":
+            families.append("IPv6" if families[0] == "IPv4" else "IPv4")
+        spec["ipFamilies"] = families
+        _raise(svc, errs)
+        return
+    if spec["ipFamilyPolicy"] == "RequireDualStack":
+        errs.append(invalid(Path("spec").child("ipFamilyPolicy"), spec["ipFamilyPolicy"],
+                            "this cluster is not configured for dual-stack services"))
+    errs += [invalid(Path("spec").child("ipFamilies").index(i), family, "not configured on this cluster")
+             for i, family in enumerate(families) if family not in _FAMILIES]
+    _raise(svc, errs)
+    spec["ipFamilies"] = families or ["IPv4"]
+
+
+def _raise(svc: dict, errs: list) -> None:
+    if errs:
+        raise invalid_object("Service", "", (svc.get("metadata") or {}).get("name", ""), errs)
+
+
+def _family_of(ip: str) -> str:
+    try:
+        return "IPv6" if ipaddress.ip_address(ip).version == 6 else "IPv4"
+    except ValueError:
+        return ""  # validation reports a malformed address
+

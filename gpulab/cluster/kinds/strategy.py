@@ -28,11 +28,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from .. import schema
 from ..errors import FieldError
 from ..objects import clone
 from ..printers import DEFAULT_PRINTER, Printer
 from ..registry import ResourceType
 from ..selectors import FieldGetter
+from ..validation import structural_decode
 from ..validation.meta import validate_generic_create, validate_generic_update, validate_object_meta_update
 
 Path = tuple[str, ...]
@@ -107,8 +109,13 @@ class Strategy:
         return self.subresources[name]
 
     # --- decoding and defaulting -------------------------------------------------------------------------------
-    def decode(self, obj: dict) -> None:
-        """What decoding the request body into the kind's type does beyond defaulting (nothing for most kinds)."""
+    def decode(self, obj: dict, served: ResourceType) -> None:
+        """Decoding the request body into the Go type of ``served`` (the version it was sent to): fields the type
+        does not have are dropped, as the typed decoder does whatever ``fieldValidation`` says (Strict refused
+        them before; Warn warned)."""
+        definition = schema.definition_name(served.group, served.version, served.kind)
+        if definition:
+            structural_decode.drop_unknown(definition, obj)
 
     def default(self, obj: dict) -> None:
         """The scheme's defaulters (pkg/apis/<group>/v1/defaults.go), applied to a fresh copy."""

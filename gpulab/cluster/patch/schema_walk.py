@@ -7,7 +7,7 @@ struct tags: strategicpatch reads ``patchStrategy``/``patchMergeKey`` tags
 (k8s.io/apimachinery/pkg/util/strategicpatch/meta.go) and structured-merge-diff
 reads the OpenAPI models converted by k8s.io/kube-openapi/pkg/schemaconv
 (openapi.go, smd.go). The tags reach us as the ``x-kubernetes-*`` extensions of
-the v1.36 definitions in :mod:`gpulab.cluster.schema`, and custom resources
+the v1.37 definitions in :mod:`gpulab.cluster.schema`, and custom resources
 carry them in their CRD's ``openAPIV3Schema``, so one walker over either answers
 both; no Python library models these Kubernetes extensions.
 

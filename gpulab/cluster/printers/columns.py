@@ -2,7 +2,7 @@
 
 Upstream takes each description from a Go type's ``SwaggerDoc()``; the same
 godoc text is what kube-apiserver's OpenAPI document carries, so it is read
-here from the v1.36 definitions in :mod:`gpulab.cluster.schema`. A field a
+here from the v1.37 definitions in :mod:`gpulab.cluster.schema`. A field a
 type does not have gives ``""``, as a missing SwaggerDoc key does.
 """
 from __future__ import annotations

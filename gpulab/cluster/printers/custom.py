@@ -9,7 +9,6 @@ evaluated with client-go JSONPath and converted by cellForJSONValue: a
 
 Every other kind uses k8s.io/apiserver's DefaultTableConvertor: ``Name`` and
 ``Created At`` (type date, an RFC 3339 timestamp that kubectl prints as is).
-CustomResourceDefinitions themselves print this way in v1.36.
 """
 from __future__ import annotations
 

@@ -92,10 +92,14 @@ def decode_body(raw: bytes, content_type: str | None, *, patch: bool = False,
         if kind == "apply":
             return _yaml(raw), kind
         return _json(raw, patch=True), kind
-    if media in ("application/json", ""):
-        return _json(raw), None
-    if media in ("application/yaml", "application/x-yaml", "text/yaml"):
-        return _yaml(raw), None
+    if media in ("application/json", "", "application/yaml", "application/x-yaml", "text/yaml"):
+        try:
+            return (_json(raw) if media in ("application/json", "") else _yaml(raw)), None
+        except ApiError as exc:
+            if into is None or exc.code != 400:
+                raise
+            # create.go/update.go transformDecodeError: the body's kind could not even be read
+            raise protobuf.unrecognized(raw, into, exc.message) from None
     if media == protobuf.MEDIA_TYPE:
         return protobuf.decode_request(raw, into), None
     raise unsupported_media_type(media)

@@ -538,8 +538,13 @@ def decode_request(raw: bytes, into: tuple[str, str] | None) -> dict:
     if gvk is not None:
         version = gvk[0].rsplit("/", 1)[-1]
         raise bad_request(f"{gvk[1]} in version {go_quote(version)} cannot be handled as a {into[1]}: {problem}")
-    raise bad_request(f"the object provided is unrecognized (must be of type {into[1]}): {problem} "
-                      f"({_summary(raw)})")
+    raise unrecognized(raw, into, problem)
+
+
+def unrecognized(raw: bytes, into: tuple[str, str], problem: str) -> ApiError:
+    """transformDecodeError for a body whose group/version/kind could not be read (any media type)."""
+    return bad_request(f"the object provided is unrecognized (must be of type {into[1]}): {problem} "
+                       f"({_summary(raw)})")
 
 
 def _summary(data: bytes) -> str:

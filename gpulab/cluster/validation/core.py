@@ -27,6 +27,8 @@ from .scheduling import validate_node_taints
 
 MAX_SECRET_SIZE = 1024 * 1024
 _SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
+IP_FAMILY_POLICIES = ["PreferDualStack", "RequireDualStack", "SingleStack"]
+IP_FAMILIES = ["IPv4", "IPv6"]
 _PROTOCOLS = ["SCTP", "TCP", "UDP"]
 
 
@@ -244,8 +246,32 @@ def _service_port(sp: dict, require_name: bool, names: set[str], path: Path) -> 
     return errs
 
 
+def _cluster_ips_related_fields(spec: dict) -> list[FieldError]:
+    """ValidateServiceClusterIPsRelatedFields: clusterIP and clusterIPs agree, known policy and families."""
+    if spec.get("type") == "ExternalName":
+        return []
+    path = Path("spec")
+    errs: list[FieldError] = []
+    ips = spec.get("clusterIPs") or []
+    if spec.get("clusterIP"):
+        if not ips:
+            errs.append(required(path.child("clusterIPs")))
+        elif ips[0] != spec["clusterIP"]:
+            errs.append(invalid(path.child("clusterIPs"), ips, "first value must match `clusterIP`"))
+    elif ips:
+        errs.append(invalid(path.child("clusterIPs"), ips, "must be empty when `clusterIP` is not specified"))
+    policy = spec.get("ipFamilyPolicy")
+    if policy is not None and policy not in IP_FAMILY_POLICIES:
+        errs.append(not_supported(path.child("ipFamilyPolicy"), policy, IP_FAMILY_POLICIES))
+    families = spec.get("ipFamilies") or []
+    for i, family in enumerate(families):
+        if family not in IP_FAMILIES:
+            errs.append(not_supported(path.child("ipFamilies").index(i), family, IP_FAMILIES))
+    return errs
+
+
 def validate_service(svc: dict) -> list[FieldError]:
-    """ValidateService without the cluster-IP family checks (the API core allocates those)."""
+    """ValidateService (the families of a single-stack IPv4 cluster: kind's default)."""
     spec = svc.get("spec") or {}
     spec_path = Path("spec")
     errs = validate_object_meta(svc.get("metadata") or {}, True, name_is_dns1035_label)
@@ -257,8 +283,9 @@ def validate_service(svc: dict) -> list[FieldError]:
         errs.append(invalid(spec_path.child("clusterIPs").index(0), "None",
                             f"may not be set to 'None' for {kind} services"))
     if kind == "ExternalName":
-        if spec.get("clusterIPs"):
-            errs.append(forbidden(spec_path.child("clusterIPs"), "may not be set for ExternalName services"))
+        for field in ("clusterIPs", "ipFamilies", "ipFamilyPolicy"):
+            if spec.get(field):
+                errs.append(forbidden(spec_path.child(field), "may not be set for ExternalName services"))
         cname = (spec.get("externalName") or "").removesuffix(".")
         if cname:
             errs.extend(invalid(spec_path.child("externalName"), cname, m) for m in is_dns1123_subdomain(cname))
@@ -303,18 +330,32 @@ def validate_service(svc: dict) -> list[FieldError]:
         errs.append(required(spec_path.child("internalTrafficPolicy")))
     elif policy is not None and policy not in ("Cluster", "Local"):
         errs.append(not_supported(spec_path.child("internalTrafficPolicy"), policy, ["Cluster", "Local"]))
-    return errs
+    return errs + _cluster_ips_related_fields(spec)
+
+
+def _upgrade_downgrade(field: str, new: list, old: list, unset: str) -> list[FieldError]:
+    """validateUpgradeDowngradeClusterIPs / IPFamilies: a secondary entry may come or go, the others stay."""
+    path = Path("spec").child(field)
+    if len(new) >= len(old):
+        return [invalid(path.index(i), new, "may not change once set") for i, value in enumerate(old)
+                if new[i] != value]
+    if not new:
+        return [invalid(path.index(0), new, unset)]
+    return [invalid(path.index(0), new, "may not change once set")] if new[0] != old[0] else []
 
 
 def validate_service_update(new: dict, old: dict) -> list[FieldError]:
+    """ValidateServiceUpdate: the primary cluster IP and family never change (unless to or from ExternalName)."""
     errs = validate_object_meta_update(new.get("metadata") or {}, old.get("metadata") or {})
     nspec, ospec = new.get("spec") or {}, old.get("spec") or {}
-    external_name = "ExternalName" in (nspec.get("type"), ospec.get("type"))
-    if not external_name and not (_is_headless(nspec) and _is_headless(ospec)):
-        old_ips, new_ips = ospec.get("clusterIPs") or [], nspec.get("clusterIPs") or []
-        # An empty new list is refilled from the old object before validation (patchAllocatedValues).
-        if old_ips and new_ips and old_ips[0] != new_ips[0]:
-            errs.append(invalid(Path("spec").child("clusterIPs").index(0), new_ips, "may not change once set"))
+    if "ExternalName" not in (nspec.get("type"), ospec.get("type")):
+        headless = (_is_headless(nspec), _is_headless(ospec))
+        if headless != (True, True):
+            errs += _upgrade_downgrade("clusterIPs", nspec.get("clusterIPs") or [], ospec.get("clusterIPs") or [],
+                                       "primary clusterIP can not be unset")
+        if headless == (False, False):  # a headless Service may change its families
+            errs += _upgrade_downgrade("ipFamilies", nspec.get("ipFamilies") or [], ospec.get("ipFamilies") or [],
+                                       "primary ipFamily can not be unset")
     return errs + validate_service(new)
 
 

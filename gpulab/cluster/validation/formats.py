@@ -182,7 +182,7 @@ def is_valid_port_name(port: str) -> list[str]:
 
 
 def is_relaxed_env_var_name(value: str) -> list[str]:
-    """IsRelaxedEnvVarName: RelaxedEnvironmentVariableValidation is GA (locked on) in v1.36."""
+    """IsRelaxedEnvVarName: RelaxedEnvironmentVariableValidation is GA (locked on) in v1.37."""
     errs = []
     if not value:
         errs.append("environment variable name " + empty_error())

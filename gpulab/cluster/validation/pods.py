@@ -4,7 +4,7 @@ Ports of pkg/apis/core/validation/validation.go: ValidatePodSpec,
 ValidatePodSpecificAnnotations, ValidatePodTemplateSpec, ValidatePodCreate,
 ValidatePodUpdate (with its long ``pod updates may not change fields other
 than ...`` message) and ValidatePodStatusUpdate. The options are those a
-v1.36 kube-apiserver uses by default (relaxed env-var names and DNS searches,
+v1.37 kube-apiserver uses by default (relaxed env-var names and DNS searches,
 ``ResourceIsPod`` for pods).
 """
 from __future__ import annotations

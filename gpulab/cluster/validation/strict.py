@@ -28,14 +28,6 @@ from . import structural_decode as decode
 from . import gofield
 
 
-def unknown_fields(rt: ResourceType, obj: dict) -> list[str]:
-    """Paths of the fields the type does not know, in kube-apiserver's order (``spec.containers[0].bar``)."""
-    if rt.crd is not None:
-        return custom.unknown_field_paths(rt, obj)
-    definition = schema.definition_name(rt.group, rt.version, rt.kind)
-    return decode.unknown_paths(definition, obj) if definition else []
-
-
 def strict_messages(rt: ResourceType, body: bytes | str | dict) -> list[str]:
     """Every strict decoding message for a request body, duplicates included when ``body`` is raw JSON.
 

@@ -12,7 +12,7 @@ in document order and records, without stopping:
 
 with the path built from the strict field stack (``.`` before keys, ``[i]`` for
 indexes), deduplicated and capped at 100. Python's json keeps no duplicate
-keys and knows no Go types, so the walk is redone here over the v1.36 OpenAPI
+keys and knows no Go types, so the walk is redone here over the v1.37 OpenAPI
 definitions: ``properties`` are struct fields, ``additionalProperties`` a map,
 ``items`` a slice. Types with their own UnmarshalJSON (Quantity, IntOrString,
 RawExtension, FieldsV1, apiextensions JSON and JSONSchemaPropsOr*) are opaque:
@@ -189,12 +189,15 @@ def _drop(node: dict, name: str | None, value: Any) -> None:
             for key in [k for k in value if k not in properties]:
                 del value[key]
             for key, v in value.items():
-                _drop(*_resolve(properties[key]), v)
+                if isinstance(v, (dict, list)):  # scalars have no fields to drop
+                    _drop(*_resolve(properties[key]), v)
     elif isinstance(node.get("additionalProperties"), dict) and isinstance(value, dict):
         element = _resolve(node["additionalProperties"])
         for v in value.values():
-            _drop(*element, v)
+            if isinstance(v, (dict, list)):
+                _drop(*element, v)
     elif "items" in node and isinstance(value, list):
         element = _resolve(node["items"])
         for v in value:
-            _drop(*element, v)
+            if isinstance(v, (dict, list)):
+                _drop(*element, v)
