@@ -4,6 +4,7 @@ from __future__ import annotations
 from gpulab.cluster.api import Api
 from gpulab.cluster.objects import clone
 from gpulab.cluster.scheduler import DEFAULT_PROFILE, ProfileScheduler
+from gpulab.cluster.scheduler.registry import REGISTRY
 from gpulab.cluster.store import Store
 from gpulab.cluster.topology import default_topology, node_object
 
@@ -26,7 +27,7 @@ class Cluster:
     """An API with the default topology (GPUs advertised as the device plugin would) and a scheduler profile."""
 
     def __init__(self, profile=DEFAULT_PROFILE, *, gpus=(("gpulab-worker2", 8), ("gpulab-worker3", 4)),
-                 nodes=None):
+                 nodes=None, registry=REGISTRY):
         self.clock = FakeClock()
         self.api = Api(Store(), clock=self.clock)
         for ns in ("default", "kube-system"):
@@ -40,7 +41,7 @@ class Cluster:
                 for field in ("capacity", "allocatable"):
                     node["status"][field][GPU] = str(advertised[spec.name])
             self.api.create("nodes", node)
-        self.scheduler = ProfileScheduler(self.api, profile)
+        self.scheduler = ProfileScheduler(self.api, profile, registry)
         self.scheduler.start()
 
     def pod(self, name: str, gpus: int = 0, *, cpu: str | None = None, labels=None, scheduler=None, **spec) -> dict:

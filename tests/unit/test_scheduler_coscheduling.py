@@ -8,8 +8,8 @@ import yaml
 
 from gpulab.cluster.api import Api
 from gpulab.cluster.scheduler import PLUGINS_PROFILE, Scheduler
-from gpulab.cluster.scheduler.coscheduling.plugin import PODGROUPS
-from gpulab.cluster.scheduler.coscheduling.podgroup_status import PodGroupStatusController
+from gpulab.cluster.scheduler.plugins.coscheduling.plugin import PODGROUPS
+from gpulab.cluster.scheduler.plugins.coscheduling.podgroup_status import PodGroupStatusController
 from gpulab.cluster.store import Store
 from test_scheduler import Cluster
 

@@ -3,11 +3,15 @@ from __future__ import annotations
 
 import random
 
-from gpulab.cluster.scheduler import preemption, status
+from gpulab.cluster.scheduler import status
+from gpulab.cluster.scheduler.cache import NodeInfo
 from gpulab.cluster.scheduler.nodeselectors import LabelIndex, RequiredSelector, term_matches
-from gpulab.cluster.scheduler.plugins import (balancedallocation, defaultpreemption, noderesourcesallocatable,
-                                              noderesourcesfit, nodeunschedulable, schedulinggates,
+from gpulab.cluster.scheduler.plugins import (balancedallocation, noderesourcesallocatable, noderesourcesfit,
                                               tainttoleration)
+from gpulab.cluster.scheduler.plugins.defaultpreemption import evaluator, rules
+from gpulab.cluster.scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from gpulab.cluster.scheduler.plugins.schedulinggates import SchedulingGates
+from gpulab.cluster.scheduler.plugins.tainttoleration import TaintToleration
 from gpulab.cluster.scheduler.podinfo import PodInfo
 from gpulab.cluster.scheduler.resources import Resources, pod_non_zero_requests, pod_requests
 
@@ -15,6 +19,16 @@ from gpulab.cluster.scheduler.resources import Resources, pod_non_zero_requests,
 def pod(containers=(), init=(), **spec) -> dict:
     return {"metadata": {"name": "p", "namespace": "default", "uid": "u"},
             "spec": {"containers": list(containers), "initContainers": list(init), **spec}}
+
+
+def node(taints=(), unschedulable=False) -> NodeInfo:
+    info = NodeInfo("n")
+    info.set_node({"metadata": {"name": "n"}, "spec": {"taints": list(taints), "unschedulable": unschedulable}})
+    return info
+
+
+def tolerating(*tolerations) -> PodInfo:
+    return PodInfo(pod(tolerations=list(tolerations)))
 
 
 def container(name="c", restart=None, **requests) -> dict:
@@ -120,15 +134,16 @@ def test_allocatable_prefers_smaller_nodes():
 # --- taints, cordons, gates -------------------------------------------------------
 def test_untolerated_taints_and_what_tolerates_them():
     taints = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
-    assert tainttoleration.filter_class([], taints).reasons == ("node(s) had untolerated taint(s)",)
+    plugin = TaintToleration(None)
+    assert plugin.filter(None, tolerating(), node(taints)).reasons == ("node(s) had untolerated taint(s)",)
     for toleration in ({"key": "nvidia.com/gpu", "operator": "Exists"},
                        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
                        {"operator": "Exists"}):
-        assert tainttoleration.filter_class([toleration], taints) is None
+        assert plugin.filter(None, tolerating(toleration), node(taints)) is None
     for toleration in ({"key": "nvidia.com/gpu", "value": "other"},
                        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}):
-        assert tainttoleration.filter_class([toleration], taints) is not None
-    assert tainttoleration.filter_class([], [{"key": "k", "effect": "PreferNoSchedule"}]) is None
+        assert plugin.filter(None, tolerating(toleration), node(taints)) is not None
+    assert plugin.filter(None, tolerating(), node([{"key": "k", "effect": "PreferNoSchedule"}])) is None
 
 
 def test_prefer_no_schedule_taints_are_counted_for_scoring():
@@ -136,20 +151,22 @@ def test_prefer_no_schedule_taints_are_counted_for_scoring():
               {"key": "c", "effect": "NoSchedule"}]
     prefer = tainttoleration.prefer_no_schedule_tolerations(
         [{"key": "a", "operator": "Exists"}, {"key": "b", "operator": "Exists", "effect": "NoSchedule"}])
-    assert tainttoleration.score_class(prefer, taints) == 1
+    assert tainttoleration.intolerable_prefer_no_schedule(prefer, taints) == 1
+    assert tainttoleration.TaintToleration(None).normalize_score(None, None, [0, 1, 2]) == [100, 50, 0]
 
 
 def test_cordoned_nodes_unless_the_pod_tolerates_the_unschedulable_taint():
-    assert nodeunschedulable.filter_class([], True).reasons == ("node(s) were unschedulable",)
-    tolerate = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]
-    assert nodeunschedulable.filter_class(tolerate, True) is None
+    plugin = NodeUnschedulable(None)
+    assert plugin.filter(None, tolerating(), node(unschedulable=True)).reasons == ("node(s) were unschedulable",)
+    tolerate = {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}
+    assert plugin.filter(None, tolerating(tolerate), node(unschedulable=True)) is None
 
 
 def test_scheduling_gates_hold_the_pod():
     gated = pod(schedulingGates=[{"name": "example.com/a"}, {"name": "example.com/b"}])
-    assert schedulinggates.pre_enqueue(gated).reasons == (
+    assert SchedulingGates(None).pre_enqueue(PodInfo(gated)).reasons == (
         "waiting for scheduling gates: [example.com/a example.com/b]",)
-    assert schedulinggates.pre_enqueue(pod()) is None
+    assert SchedulingGates(None).pre_enqueue(PodInfo(pod())) is None
 
 
 # --- node selectors ---------------------------------------------------------------
@@ -203,23 +220,23 @@ def test_pdb_split_counts_down_disruptions_allowed():
     pdb = {"metadata": {"namespace": "default"}, "spec": {"selector": {"matchLabels": {"app": "a"}}},
            "status": {"disruptionsAllowed": 1}}
     pods = [victim("a1", 0, {"app": "a"}), victim("a2", 0, {"app": "a"}), victim("b", 0, {"app": "b"})]
-    violating, non_violating = defaultpreemption.pdb_split(pods, [pdb])
+    violating, non_violating = rules.pdb_split(pods, [pdb])
     assert [p.name for p in violating] == ["a2"] and [p.name for p in non_violating] == ["a1", "b"]
     empty = {**pdb, "spec": {"selector": {}}}
-    assert defaultpreemption.pdb_split(pods, [empty])[0] == []
+    assert rules.pdb_split(pods, [empty])[0] == []
 
 
 def test_pick_one_node_for_preemption_criteria():
-    c = preemption.Candidate
+    c = evaluator.Candidate
     low, mid = victim("l", 1), victim("m", 5)
-    assert preemption.pick_one([c("n1", [low], 1), c("n2", [mid], 0)], 0).node == "n2"  # fewer PDB violations
-    assert preemption.pick_one([c("n1", [mid], 0), c("n2", [low], 0)], 0).node == "n2"  # lower top priority
-    assert preemption.pick_one([c("n1", [low, low], 0), c("n2", [low], 0)], 0).node == "n2"  # lower sum
+    assert evaluator.pick_one([c("n1", [low], 1), c("n2", [mid], 0)], 0).node == "n2"  # fewer PDB violations
+    assert evaluator.pick_one([c("n1", [mid], 0), c("n2", [low], 0)], 0).node == "n2"  # lower top priority
+    assert evaluator.pick_one([c("n1", [low, low], 0), c("n2", [low], 0)], 0).node == "n2"  # lower sum
     early, late = victim("e", 1, start="2026-01-01T00:00:00Z"), victim("t", 1, start="2026-01-02T00:00:00Z")
-    assert preemption.pick_one([c("n1", [early], 0), c("n2", [late], 0)], 0).node == "n2"  # latest start
-    assert preemption.pick_one([c("n2", [low], 0), c("n1", [low], 0)], 0).node == "n1"  # first name
+    assert evaluator.pick_one([c("n1", [early], 0), c("n2", [late], 0)], 0).node == "n2"  # latest start
+    assert evaluator.pick_one([c("n2", [low], 0), c("n1", [low], 0)], 0).node == "n1"  # first name
 
 
 def test_preemption_messages_are_prefixed():
-    st = defaultpreemption.wrap_message(status.Status(status.UNSCHEDULABLE, (defaultpreemption.NEVER,)))
+    st = rules.wrap_message(status.Status(status.UNSCHEDULABLE, (rules.NEVER,)))
     assert st.message == "preemption: not eligible due to preemptionPolicy=Never."

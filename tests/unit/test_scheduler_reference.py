@@ -147,7 +147,7 @@ def schedule_and_compare(api, scheduler, profile) -> tuple[int, int]:
     """Schedule every queued pod, checking each decision (and failure reasons) against the reference."""
     placed = failed = 0
     while (qpi := scheduler.queue.pop()) is not None:
-        expected, reasons = reference(scheduler.cache, qpi.info, profile.allocatable_score)
+        expected, reasons = reference(scheduler.cache, qpi.info, "NodeResourcesAllocatable" in profile.plugin_names)
         scheduler.schedule_one(qpi)
         got = api.get("pods", qpi.info.name, "default")
         assert got["spec"].get("nodeName") == expected, qpi.info.pod

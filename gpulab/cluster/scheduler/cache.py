@@ -146,7 +146,6 @@ class SchedulerCache:
         self._orphans: dict[str, dict[str, PodInfo]] = {}  # pods bound to nodes the cache has not seen
         self.nominated: dict[str, dict[str, PodInfo]] = {}  # node -> uid -> pod nominated there
         self._nominated_node: dict[str, str] = {}
-        self.static_verdicts: dict[tuple[int, str], object] = {}  # (taint class id, tolerations) -> Status | None
         self._priorities: dict[int, int] = {}  # priority -> number of pods counted on nodes
 
     # --- nodes ------------------------------------------------------------

@@ -18,16 +18,13 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from .coscheduling.plugin import PODGROUPS
-from .coscheduling.podgroup_status import PodGroupStatusController
-from .framework import Profile
-from .instance import ProfileScheduler
+from .plugins.coscheduling.plugin import PODGROUPS
+from .plugins.coscheduling.podgroup_status import PodGroupStatusController
+from .profile_scheduler import ProfileScheduler
+from .profiles import DEFAULT_PROFILE, PLUGINS_PROFILE
 
 log = logging.getLogger("gpulab.scheduler")
 
-DEFAULT_PROFILE = Profile("default-scheduler")
-PLUGINS_PROFILE = Profile("scheduler-plugins-scheduler", coscheduling=True, allocatable_score=True,
-                          permit_waiting_seconds=10.0)
 _CRDS = "customresourcedefinitions.apiextensions.k8s.io"
 _MAX_IDLE_WAIT = 1.0
 _SYNC_BATCH = 256  # objects loaded between yields to the event loop

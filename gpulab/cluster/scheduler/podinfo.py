@@ -19,7 +19,7 @@ _DERIVED_FROM = ("containers", "initContainers", "overhead", "resources", "prior
 
 class PodInfo:
     __slots__ = ("pod", "uid", "namespace", "name", "key", "priority", "request", "non_zero", "real_cpu_memory",
-                 "tolerations", "tolerations_signature", "required", "preferred", "node_name", "labels",
+                 "tolerations", "required", "preferred", "node_name", "labels",
                  "scheduler_name", "pod_group", "spec")
 
     def __init__(self, pod: dict):
@@ -37,7 +37,6 @@ class PodInfo:
         self.non_zero: tuple[int, int] = pod_non_zero_requests(pod)
         self.real_cpu_memory = (self.request.cpu, self.request.memory)
         self.tolerations: list[dict] = list(spec.get("tolerations") or ())
-        self.tolerations_signature = repr(self.tolerations)
         self.required = RequiredSelector(pod)
         self.preferred = preferred_terms(pod)
         self.node_name: str = spec.get("nodeName") or ""

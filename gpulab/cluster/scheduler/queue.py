@@ -20,7 +20,7 @@ import heapq
 import itertools
 from typing import Callable
 
-from .plugins.events import ClusterEvent
+from .events import ClusterEvent
 from .podinfo import PodInfo
 
 POD_INITIAL_BACKOFF = 1.0

@@ -15,6 +15,8 @@ SUCCESS = 0
 ERROR = 1
 UNSCHEDULABLE = 2
 UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+WAIT = 4  # Permit: hold the pod
+SKIP = 5  # PreFilter/PreScore: the plugin's Filter/Score does not apply to this pod
 
 NO_NODE_AVAILABLE = "0/{} nodes are available"
 NO_NODES_AVAILABLE_ERROR = "no nodes available to schedule pods"  # schedule_one.go ErrNoNodesAvailable
@@ -23,7 +25,8 @@ NOTE_LENGTH_LIMIT = 1024
 
 @dataclass(frozen=True, slots=True)
 class Status:
-    """A rejection: the code and the reasons (several for NodeResourcesFit, one for the others)."""
+    """A plugin's verdict (fwk.Status): the code, the reasons (several for NodeResourcesFit, one for most
+    plugins) and the plugin that gave it. Plugins return None for Success."""
 
     code: int
     reasons: tuple[str, ...] = ()
@@ -45,6 +48,9 @@ def unschedulable(*reasons: str, plugin: str = "") -> Status:
 
 def unresolvable(*reasons: str, plugin: str = "") -> Status:
     return Status(UNSCHEDULABLE_AND_UNRESOLVABLE, tuple(reasons), plugin)
+
+
+SKIP_STATUS = Status(SKIP)
 
 
 def fit_error_message(num_nodes: int, reason_counts: dict[str, int], pre_filter_msg: str = "",

@@ -7,14 +7,22 @@ pods (no cpu and no memory requests, kubernetes/kubernetes#129138). Weight 1.
 """
 from __future__ import annotations
 
+from ..interface import RESOURCES, PreScorePlugin, ScorePlugin
 from ..resources import Resources
+from ..status import SKIP_STATUS, Status
 
 NAME = "NodeResourcesBalancedAllocation"
-WEIGHT = 1
 
 
-def skips(pod) -> bool:
-    return pod.real_cpu_memory == (0, 0)
+class BalancedAllocation(PreScorePlugin, ScorePlugin):
+    NAME = NAME
+    score_scope = RESOURCES
+
+    def pre_score(self, state, pod, feasible) -> Status | None:
+        return SKIP_STATUS if pod.real_cpu_memory == (0, 0) else None
+
+    def score(self, state, pod, node) -> int:
+        return balanced(pod.real_cpu_memory, node.alloc, node.requested)
 
 
 def balanced(pod_cpu_memory: tuple[int, int], alloc: Resources, requested: Resources) -> int:
@@ -27,7 +35,3 @@ def balanced(pod_cpu_memory: tuple[int, int], alloc: Resources, requested: Resou
     if len(fractions) == 2:
         std = abs((fractions[0] - fractions[1]) / 2)
     return int((1 - std) * 100)
-
-
-def score_node(pod, info) -> int:
-    return balanced(pod.real_cpu_memory, info.alloc, info.requested)

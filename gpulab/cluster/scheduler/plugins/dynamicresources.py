@@ -8,10 +8,15 @@ failure messages read ``... no new claims to deallocate, preemption: ...``
 """
 from __future__ import annotations
 
-from ..status import Status, unschedulable
+from ..interface import PostFilterPlugin, PostFilterResult
+from ..status import unschedulable
 
 NAME = "DynamicResources"
+_NO_CLAIMS = unschedulable("no new claims to deallocate", plugin=NAME)
 
 
-def post_filter(pod) -> Status:
-    return unschedulable("no new claims to deallocate", plugin=NAME)
+class DynamicResources(PostFilterPlugin):
+    NAME = NAME
+
+    def post_filter(self, state, pod, diagnosis) -> PostFilterResult:
+        return PostFilterResult(_NO_CLAIMS)

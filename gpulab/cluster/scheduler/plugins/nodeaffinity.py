@@ -1,55 +1,61 @@
 """NodeAffinity (pkg/scheduler/framework/plugins/nodeaffinity).
 
+PreFilter skips pods without ``spec.nodeSelector`` or required node affinity.
 Filter: ``spec.nodeSelector`` and the required node affinity terms; nodes that
 do not match are rejected with ``node(s) didn't match Pod's node affinity/selector``.
 Score: the sum of the weights of the preferred terms a node matches, normalised
 with ``helper.DefaultNormalizeScore(MaxNodeScore, false, ...)``; PreScore
 skips pods without preferred terms. Weight 2 in the default profile.
+The cache's label index gives the matching nodes as sets, for the fast path.
 """
 from __future__ import annotations
 
-from ..nodeselectors import LabelIndex, term_matches
-from ..status import Status, unresolvable
-from .events import ADD, NODE, UPDATE, ClusterEvent
+from ..events import ADD, NODE, UPDATE, UPDATE_NODE_LABEL, ClusterEvent, ClusterEventWithHint
+from ..interface import SETS, EnqueueExtensions, FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin
+from ..nodeselectors import term_matches
+from ..status import SKIP_STATUS, Status, unresolvable
+from .helper import default_normalize_score
 
 NAME = "NodeAffinity"
-WEIGHT = 2
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
-REJECTION = unresolvable(ERR_REASON_POD, plugin=NAME)
+_REJECTION = unresolvable(ERR_REASON_POD, plugin=NAME)
 
 
-def allowed_nodes(pod, index: LabelIndex) -> frozenset[str] | None:
-    """The nodes the pod's required constraints admit, or None when it has none (PreFilter returns Skip)."""
-    if not pod.required:
-        return None
-    return index.required_members(pod.required)
+class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+    NAME = NAME
+    filter_scope = score_scope = SETS
 
+    def pre_filter(self, state, pod) -> Status | None:
+        return None if pod.required else SKIP_STATUS
 
-def filter_node(pod, labels: dict, node_name: str) -> Status | None:
-    if not pod.required or pod.required.matches(labels, node_name):
-        return None
-    return REJECTION
+    def filter(self, state, pod, node) -> Status | None:
+        return None if pod.required.matches(node.labels, node.name) else _REJECTION
 
+    def filter_sets(self, state, pod) -> list:
+        return [self.handle.cache.labels.required_members(pod.required)]
 
-def score_node(pod, labels: dict, node_name: str) -> int:
-    return sum(weight for weight, term in pod.preferred if term_matches(term, labels, node_name))
+    def pre_score(self, state, pod, feasible) -> Status | None:
+        return None if pod.preferred else SKIP_STATUS
 
+    def score(self, state, pod, node) -> int:
+        return sum(weight for weight, term in pod.preferred if term_matches(term, node.labels, node.name))
 
-def score_members(pod, index: LabelIndex) -> list[tuple[int, frozenset[str]]]:
-    """(weight, matching nodes) per preferred term, for scoring many nodes at once."""
-    return [(weight, index.term_members(term)) for weight, term in pod.preferred]
+    def score_sets(self, state, pod) -> list:
+        index = self.handle.cache.labels
+        return [index.term_members(term) for _, term in pod.preferred]
+
+    def normalize_score(self, state, pod, scores: list[int]) -> list[int]:
+        return default_normalize_score(scores)
+
+    def events_to_register(self) -> list:
+        return [ClusterEventWithHint(NODE, frozenset({ADD, UPDATE_NODE_LABEL}), requeue)]
 
 
 def requeue(pod, event: ClusterEvent) -> bool:
     """isSchedulableAfterNodeChange: an added node matches, or an updated node matches and did not before."""
-    if event.resource != NODE or event.action not in (ADD, UPDATE):
-        return False
-    if event.action == UPDATE and "label" not in event.changes:
-        return False
-
     def matches(node: dict) -> bool:
         return pod.required.matches(node["metadata"].get("labels") or {}, node["metadata"]["name"])
 
     if not matches(event.new):
         return False
-    return event.old is None or not matches(event.old)
+    return event.action != UPDATE or not matches(event.old)

@@ -2,13 +2,22 @@
 ``spec.nodeName`` never reach this scheduler's queue, so in practice it always passes."""
 from __future__ import annotations
 
+from ..interface import SETS, FilterPlugin
 from ..status import Status, unresolvable
 
 NAME = "NodeName"
 ERR_REASON = "node(s) didn't match the requested node name"
+_REJECTION = unresolvable(ERR_REASON, plugin=NAME)
 
 
-def filter_node(node_name_wanted: str, node_name: str) -> Status | None:
-    if not node_name_wanted or node_name_wanted == node_name:
-        return None
-    return unresolvable(ERR_REASON, plugin=NAME)
+class NodeName(FilterPlugin):
+    NAME = NAME
+    filter_scope = SETS
+
+    def filter(self, state, pod, node) -> Status | None:
+        if not pod.node_name or pod.node_name == node.name:
+            return None
+        return _REJECTION
+
+    def filter_sets(self, state, pod) -> list:
+        return [frozenset((pod.node_name,))] if pod.node_name else []

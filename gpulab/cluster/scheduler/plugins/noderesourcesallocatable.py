@@ -8,16 +8,28 @@ between the lowest and highest score.
 """
 from __future__ import annotations
 
+from ..interface import RESOURCES, ScorePlugin
 from ..resources import Resources
+from .helper import go_div
 
 NAME = "NodeResourcesAllocatable"
-WEIGHT = 1
 _WEIGHTS = {"cpu": 1 << 20, "memory": 1}
+
+
+class NodeResourcesAllocatable(ScorePlugin):
+    NAME = NAME
+    score_scope = RESOURCES
+
+    def score(self, state, pod, node) -> int:
+        return score_node(node.alloc)
+
+    def normalize_score(self, state, pod, scores: list[int]) -> list[int]:
+        return normalize(scores)
 
 
 def score_node(alloc: Resources) -> int:
     total = alloc.cpu * _WEIGHTS["cpu"] + alloc.memory * _WEIGHTS["memory"]
-    return -(total // sum(_WEIGHTS.values()))  # Go's int64 division truncates toward zero
+    return -go_div(total, sum(_WEIGHTS.values()))
 
 
 def normalize(scores: list[int]) -> list[int]:

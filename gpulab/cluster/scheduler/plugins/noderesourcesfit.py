@@ -16,14 +16,29 @@ by weight with integer division. Plugin weight 1.
 """
 from __future__ import annotations
 
+from ..events import (ADD, DELETE, NODE, POD, UPDATE_NODE_ALLOCATABLE, UPDATE_POD_SCALE_DOWN, ClusterEvent,
+                      ClusterEventWithHint)
+from ..interface import MAX_NODE_SCORE, RESOURCES, EnqueueExtensions, FilterPlugin, ScorePlugin
 from ..resources import Resources, node_allocatable, pod_requests
 from ..status import UNSCHEDULABLE, UNSCHEDULABLE_AND_UNRESOLVABLE, Status
-from .events import ADD, DELETE, NODE, POD, UPDATE, ClusterEvent
 
 NAME = "NodeResourcesFit"
-WEIGHT = 1
-MAX_NODE_SCORE = 100
 SCORING_RESOURCES = (("cpu", 1), ("memory", 1))  # config.DefaultResourceSpec
+
+
+class NodeResourcesFit(FilterPlugin, ScorePlugin, EnqueueExtensions):
+    NAME = NAME
+    filter_scope = score_scope = RESOURCES
+
+    def filter(self, state, pod, node) -> Status | None:
+        return insufficient(pod.request, node.alloc, node.allowed_pods, node.requested, len(node.pods))
+
+    def score(self, state, pod, node) -> int:
+        return least_allocated(pod.non_zero, node.alloc, node.non_zero)
+
+    def events_to_register(self) -> list:
+        return [ClusterEventWithHint(POD, frozenset({DELETE, UPDATE_POD_SCALE_DOWN}), requeue),
+                ClusterEventWithHint(NODE, frozenset({ADD, UPDATE_NODE_ALLOCATABLE}), requeue)]
 
 
 def insufficient(req: Resources, alloc: Resources, allowed_pods: int, requested: Resources,
@@ -56,17 +71,6 @@ def insufficient(req: Resources, alloc: Resources, allowed_pods: int, requested:
     return Status(UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else UNSCHEDULABLE, tuple(reasons), NAME)
 
 
-def filter_node(pod, info, extra: Resources | None = None, extra_pods: int = 0) -> Status | None:
-    """Filter against a NodeInfo, optionally with nominated pods' requests added (RunFilterPluginsWithNominatedPods)."""
-    requested = info.requested
-    if extra is not None:
-        requested = Resources(requested.cpu + extra.cpu, requested.memory + extra.memory,
-                              requested.ephemeral + extra.ephemeral,
-                              {k: requested.scalars.get(k, 0) + extra.scalars.get(k, 0)
-                               for k in set(requested.scalars) | set(extra.scalars)})
-    return insufficient(pod.request, info.alloc, info.allowed_pods, requested, len(info.pods) + extra_pods)
-
-
 def least_allocated(non_zero_request: tuple[int, int], alloc: Resources, non_zero_requested) -> int:
     """leastResourceScorer over cpu and memory (resources whose allocatable is 0 are left out)."""
     node_score = weight_sum = 0
@@ -81,10 +85,6 @@ def least_allocated(non_zero_request: tuple[int, int], alloc: Resources, non_zer
     return node_score // weight_sum if weight_sum else 0
 
 
-def score_node(pod, info) -> int:
-    return least_allocated(pod.non_zero, info.alloc, info.non_zero)
-
-
 def _fits_empty(pod, node: dict) -> bool:
     alloc, allowed = node_allocatable(node)
     return insufficient(pod.request, alloc, allowed, Resources(), 0) is None
@@ -96,21 +96,16 @@ def requeue(pod, event: ClusterEvent) -> bool:
         if event.action == DELETE:
             spec, status = event.old.get("spec") or {}, event.old.get("status") or {}
             return bool(spec.get("nodeName") or status.get("nominatedNodeName"))
-        if event.action == UPDATE and event.new is not None:  # UpdatePodScaleDown (in-place resize)
-            if event.new["metadata"].get("uid") == pod.uid:
-                return True
-            if not (event.new.get("spec") or {}).get("nodeName"):
-                return False
-            before, after = pod_requests(event.old), pod_requests(event.new)
-            want = pod.request
-            return (want.cpu and before.cpu > after.cpu) or (want.memory and before.memory > after.memory) or \
-                (want.ephemeral and before.ephemeral > after.ephemeral) or \
-                any(amount and before.scalars.get(k, 0) > after.scalars.get(k, 0) for k, amount in want.scalars.items())
-        return False
-    if event.resource != NODE or event.action not in (ADD, UPDATE):
-        return False
-    if event.action == UPDATE and "allocatable" not in event.changes:
-        return False
+        if event.new["metadata"].get("uid") == pod.uid:  # UpdatePodScaleDown (in-place resize)
+            return True
+        if not (event.new.get("spec") or {}).get("nodeName"):
+            return False
+        before, after = pod_requests(event.old), pod_requests(event.new)
+        want = pod.request
+        return bool((want.cpu and before.cpu > after.cpu) or (want.memory and before.memory > after.memory) or
+                    (want.ephemeral and before.ephemeral > after.ephemeral) or
+                    any(amount and before.scalars.get(k, 0) > after.scalars.get(k, 0)
+                        for k, amount in want.scalars.items()))
     if not _fits_empty(pod, event.new):
         return False
     if event.old is None:

@@ -2,8 +2,13 @@
 pod that entered the queue first (``QueuedPodInfo.Timestamp``)."""
 from __future__ import annotations
 
+from ..interface import QueueSortPlugin
+
 NAME = "PrioritySort"
 
 
-def sort_key(qpi) -> tuple:
-    return (-qpi.info.priority, qpi.timestamp, qpi.seq)
+class PrioritySort(QueueSortPlugin):
+    NAME = NAME
+
+    def sort_key(self, qpi) -> tuple:
+        return (-qpi.info.priority, qpi.timestamp, qpi.seq)

@@ -4,13 +4,17 @@ reason ``SchedulingGated`` is written by the API server at creation (pkg/registr
 here."""
 from __future__ import annotations
 
+from ..interface import PreEnqueuePlugin
 from ..status import Status, unresolvable
 
 NAME = "SchedulingGates"
 
 
-def pre_enqueue(pod: dict) -> Status | None:
-    gates = [g.get("name", "") for g in (pod.get("spec") or {}).get("schedulingGates") or ()]
-    if not gates:
-        return None
-    return unresolvable(f"waiting for scheduling gates: [{' '.join(gates)}]", plugin=NAME)
+class SchedulingGates(PreEnqueuePlugin):
+    NAME = NAME
+
+    def pre_enqueue(self, pod) -> Status | None:
+        gates = [g.get("name", "") for g in pod.spec.get("schedulingGates") or ()]
+        if not gates:
+            return None
+        return unresolvable(f"waiting for scheduling gates: [{' '.join(gates)}]", plugin=NAME)

@@ -9,19 +9,40 @@ Weight 3 in the default profile.
 """
 from __future__ import annotations
 
+from ..events import ADD, NODE, UPDATE_NODE_TAINT, ClusterEvent, ClusterEventWithHint
+from ..interface import TAINTS, EnqueueExtensions, FilterPlugin, PreScorePlugin, ScorePlugin
 from ..status import Status, unresolvable
 from ..tolerations import DO_NOT_SCHEDULE_EFFECTS, first_untolerated, tolerated
-from .events import ADD, NODE, UPDATE, ClusterEvent
+from .helper import default_normalize_score
 
 NAME = "TaintToleration"
-WEIGHT = 3
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
+_REJECTION = unresolvable(ERR_REASON_UNTOLERATED, plugin=NAME)
 
 
-def filter_class(tolerations: list[dict], taints: list[dict]) -> Status | None:
-    if first_untolerated(taints, tolerations, DO_NOT_SCHEDULE_EFFECTS) is None:
+class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+    NAME = NAME
+    filter_scope = score_scope = TAINTS
+
+    def filter(self, state, pod, node) -> Status | None:
+        return _REJECTION if untolerated(pod.tolerations, node.taints) else None
+
+    def pre_score(self, state, pod, feasible) -> Status | None:
+        state.write(NAME, prefer_no_schedule_tolerations(pod.tolerations))
         return None
-    return unresolvable(ERR_REASON_UNTOLERATED, plugin=NAME)
+
+    def score(self, state, pod, node) -> int:
+        return intolerable_prefer_no_schedule(state.read(NAME), node.taints)
+
+    def normalize_score(self, state, pod, scores: list[int]) -> list[int]:
+        return default_normalize_score(scores, reverse=True)
+
+    def events_to_register(self) -> list:
+        return [ClusterEventWithHint(NODE, frozenset({ADD, UPDATE_NODE_TAINT}), requeue)]
+
+
+def untolerated(tolerations: list[dict], taints: list[dict]) -> bool:
+    return first_untolerated(taints, tolerations, DO_NOT_SCHEDULE_EFFECTS) is not None
 
 
 def prefer_no_schedule_tolerations(tolerations: list[dict]) -> list[dict]:
@@ -29,20 +50,12 @@ def prefer_no_schedule_tolerations(tolerations: list[dict]) -> list[dict]:
     return [t for t in tolerations if (t.get("effect") or "") in ("", "PreferNoSchedule")]
 
 
-def score_class(prefer_tolerations: list[dict], taints: list[dict]) -> int:
+def intolerable_prefer_no_schedule(prefer_tolerations: list[dict], taints: list[dict]) -> int:
     """countIntolerableTaintsPreferNoSchedule."""
     return sum(1 for t in taints if t.get("effect") == "PreferNoSchedule" and not tolerated(prefer_tolerations, t))
 
 
 def requeue(pod, event: ClusterEvent) -> bool:
     """isSchedulableAfterNodeChange: the node's NoSchedule/NoExecute taints were untolerated and now are not."""
-    if event.resource != NODE or event.action not in (ADD, UPDATE):
-        return False
-    if event.action == UPDATE and "taint" not in event.changes:
-        return False
-    tolerations = pod.tolerations
-    was = event.old is None or first_untolerated((event.old.get("spec") or {}).get("taints") or [], tolerations,
-                                                 DO_NOT_SCHEDULE_EFFECTS) is not None
-    now = first_untolerated((event.new.get("spec") or {}).get("taints") or [], tolerations,
-                            DO_NOT_SCHEDULE_EFFECTS) is not None
-    return was and not now
+    was = event.old is None or untolerated(pod.tolerations, (event.old.get("spec") or {}).get("taints") or [])
+    return was and not untolerated(pod.tolerations, (event.new.get("spec") or {}).get("taints") or [])

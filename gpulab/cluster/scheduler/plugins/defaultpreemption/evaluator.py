@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .framework import Diagnosis, filter_node
-from .plugins import defaultpreemption
-from .podinfo import PodInfo
-from .status import SUCCESS, UNSCHEDULABLE, Status, fit_error_message
+from ...diagnosis import Diagnosis
+from ...podinfo import PodInfo
+from ...status import SUCCESS, UNSCHEDULABLE, Status, fit_error_message
+from . import rules
 
 MIN_CANDIDATE_NODES_PERCENTAGE = 10  # DefaultPreemptionArgs defaults
 MIN_CANDIDATE_NODES_ABSOLUTE = 100
@@ -39,13 +39,10 @@ class Outcome:
     victims: list[PodInfo] = field(default_factory=list)
 
 
-def preempt(cache, pod: PodInfo, diagnosis: Diagnosis, pdbs: list[dict], now: float) -> Outcome:
-    nominated_status = None
-    if pod.nominated_node:
-        for status, names in diagnosis.groups():
-            if pod.nominated_node in names:
-                nominated_status = status
-    reason = defaultpreemption.eligible(cache, pod, nominated_status)
+def preempt(framework, state, pod: PodInfo, diagnosis: Diagnosis, pdbs: list[dict], now: float) -> Outcome:
+    cache = framework.cache
+    nominated_status = diagnosis.status_of(pod.nominated_node) if pod.nominated_node else None
+    reason = rules.eligible(cache, pod, nominated_status)
     if reason:
         return Outcome(Status(UNSCHEDULABLE, (reason,)))
     statuses: dict[str, Status] = {}
@@ -64,8 +61,7 @@ def preempt(cache, pod: PodInfo, diagnosis: Diagnosis, pdbs: list[dict], now: fl
             info = cache.nodes.get(name)
             if info is None:
                 continue
-            victims, violations, status = defaultpreemption.select_victims(
-                cache, pod, info, pdbs, now, lambda sim: filter_node(cache, pod, sim))
+            victims, violations, status = rules.select_victims(framework, state, pod, info, pdbs, now)
             if status.code == SUCCESS and victims:
                 candidates.append(Candidate(name, victims, violations))
                 non_violating += violations == 0
@@ -74,13 +70,13 @@ def preempt(cache, pod: PodInfo, diagnosis: Diagnosis, pdbs: list[dict], now: fl
                 continue
             statuses[name] = status
     if not candidates:
-        counts: dict[str, int] = {defaultpreemption.NO_VICTIMS: without_victims} if without_victims else {}
+        counts: dict[str, int] = {rules.NO_VICTIMS: without_victims} if without_victims else {}
         for status in statuses.values():
             for r in status.reasons:
                 counts[r] = counts.get(r, 0) + 1
         absent = diagnosis.num_nodes - len(statuses) - without_victims
         if absent > 0:
-            counts[defaultpreemption.NOT_HELPFUL] = counts.get(defaultpreemption.NOT_HELPFUL, 0) + absent
+            counts[rules.NOT_HELPFUL] = counts.get(rules.NOT_HELPFUL, 0) + absent
         return Outcome(Status(UNSCHEDULABLE, (fit_error_message(diagnosis.num_nodes, counts),)), nominated_node="")
     best = pick_one(candidates, now)
     return Outcome(Status(SUCCESS), nominated_node=best.node, victims=best.victims)

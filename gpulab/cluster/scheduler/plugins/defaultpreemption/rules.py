@@ -1,7 +1,6 @@
-"""DefaultPreemption (pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go).
+"""DefaultPreemption's own rules (pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go).
 
-The PostFilter plugin that makes room for a pod by evicting lower-priority pods;
-the candidate search and node choice live in ``..preemption``. This module
+The candidate search and node choice live in ``evaluator``. This module
 holds the plugin's own rules: who may preempt (``PodEligibleToPreemptOthers``),
 which pods of a node must go (``SelectVictimsOnNode``: remove every
 lower-priority pod, then reprieve the most important ones that can stay,
@@ -10,8 +9,8 @@ its messages.
 """
 from __future__ import annotations
 
-from ...selectors import label_selector_from_dict, matches_labels
-from ..status import SUCCESS, UNSCHEDULABLE_AND_UNRESOLVABLE, Status, unresolvable
+from ....selectors import label_selector_from_dict, matches_labels
+from ...status import SUCCESS, UNSCHEDULABLE_AND_UNRESOLVABLE, Status, unresolvable
 
 NAME = "DefaultPreemption"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -80,18 +79,27 @@ def pdb_split(victims: list, pdbs: list[dict]) -> tuple[list, list]:
     return violating, non_violating
 
 
-def select_victims(cache, pod, info, pdbs: list[dict], now: float, fits) -> tuple[list, int, Status]:
-    """SelectVictimsOnNode on a copy of the node: (victims, PDB violations, status).
+def select_victims(framework, state, pod, info, pdbs: list[dict], now: float) -> tuple[list, int, Status]:
+    """SelectVictimsOnNode on copies of the node and of the cycle state: (victims, PDB violations, status).
 
-    ``fits(sim)`` runs the filters on the simulated node and returns the failing status or None.
+    Removing or adding a pod goes through the PreFilter extensions, so spreading and inter-pod affinity see it.
     """
     potential = [p for p in info.pods.values() if p.priority < pod.priority]
     if not potential:
         return [], 0, unresolvable(NO_VICTIMS)
-    sim = info.copy()
-    for p in potential:
+    state, sim = state.clone(), info.copy()
+
+    def remove(p) -> None:
         sim.remove_pod(p.uid)
-    status = fits(sim)
+        framework.run_remove_pod(state, pod, p, sim)
+
+    def add(p) -> None:
+        sim.add_pod(p)
+        framework.run_add_pod(state, pod, p, sim)
+
+    for p in potential:
+        remove(p)
+    status = framework.run_filters_with_nominated(state, pod, sim)
     if status is not None:
         return [], 0, status
     potential.sort(key=more_important(now))
@@ -100,10 +108,10 @@ def select_victims(cache, pod, info, pdbs: list[dict], now: float, fits) -> tupl
     violations = 0
 
     def reprieve(p) -> bool:
-        sim.add_pod(p)
-        if fits(sim) is None:
+        add(p)
+        if framework.run_filters_with_nominated(state, pod, sim) is None:
             return True
-        sim.remove_pod(p.uid)
+        remove(p)
         victims.append(p)
         return False
 
@@ -115,4 +123,3 @@ def select_victims(cache, pod, info, pdbs: list[dict], now: float, fits) -> tupl
     if violating and non_violating:
         victims.sort(key=more_important(now))
     return victims, violations, Status(SUCCESS)
-

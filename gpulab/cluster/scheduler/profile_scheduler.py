@@ -1,13 +1,18 @@
-"""One scheduler profile at work: its cache, its queue, and the scheduling and binding cycles.
+"""One scheduler profile at work: its cache, its queue, its framework, and the scheduling and binding cycles.
 
-Follows pkg/scheduler/schedule_one.go: pop a pod, run PreFilter/Filter/Score
-(``framework``), on failure run the PostFilter plugins (DynamicResources,
-DefaultPreemption, then Coscheduling where enabled) and ``handleSchedulingFailure``
-(a ``FailedScheduling`` Warning event on every failed attempt, the
-``PodScheduled=False`` condition and ``status.nominatedNodeName``, requeueing);
-on success assume the pod, run Permit, bind through ``pods/binding`` and
-record the ``Scheduled`` event. Events carry the profile's scheduler name as
-their source, as each profile has its own recorder upstream.
+Follows pkg/scheduler/schedule_one.go: pop a pod, run PreFilter, try the
+nominated node (``evaluateNominatedNode``), run Filter and Score over the
+nodes (``search``), on failure run the PostFilter plugins and
+``handleSchedulingFailure`` (a ``FailedScheduling`` Warning event on every
+failed attempt, the ``PodScheduled=False`` condition and
+``status.nominatedNodeName``, requeueing); on success assume the pod, run
+Reserve and Permit, then PreBind and Bind, and record the ``Scheduled`` event.
+Events carry the profile's scheduler name as their source, as each profile has
+its own recorder upstream.
+
+The ``ProfileScheduler`` is also the plugins' handle (framework.Handle): it
+gives them the cache, the API, the clock, the pods waiting at Permit and
+the profile's name.
 
 Everything here is synchronous and runs in the API server's event loop: the
 API's change notifications update the cache and the queue directly, and one
@@ -22,17 +27,16 @@ from typing import Iterator
 from ..errors import ApiError
 from ..gofmt import go_duration
 from ..objects import rfc3339
-from . import preemption
 from .cache import SchedulerCache
-from .coscheduling.plugin import NOT_FOUND, PODGROUPS, WAIT, Coscheduling
-from .coscheduling.plugin import NAME as COSCHEDULING
-from .framework import Diagnosis, Profile, Search, filter_node
-from .plugins import (defaultpreemption, dynamicresources, nodeaffinity, noderesourcesfit, nodeunschedulable,
-                      prioritysort, schedulinggates, tainttoleration)
-from .plugins.events import ADD, DELETE, NODE, POD, POD_GROUP, UPDATE, ClusterEvent, node_update_changes
+from .events import ADD, DELETE, NODE, POD, UPDATE, ClusterEvent, node_update_changes, pod_update_changes
+from .interface import CycleState
 from .podinfo import PodInfo, is_terminal
+from .profiles import Profile
 from .queue import FLUSH_UNSCHEDULABLE_INTERVAL, QueuedPodInfo, SchedulingQueue
-from .status import ERROR, NO_NODES_AVAILABLE_ERROR, SUCCESS, UNSCHEDULABLE, Status, fit_error_message, truncate_message
+from .registry import REGISTRY
+from .runtime import Framework
+from .search import Search
+from .status import ERROR, NO_NODES_AVAILABLE_ERROR, UNSCHEDULABLE, WAIT, Status, fit_error_message, truncate_message
 
 log = logging.getLogger("gpulab.scheduler")
 
@@ -40,23 +44,14 @@ REASON_UNSCHEDULABLE = "Unschedulable"  # v1.PodReasonUnschedulable
 REASON_SCHEDULER_ERROR = "SchedulerError"  # v1.PodReasonSchedulerError
 MANAGER = "kube-scheduler"
 
-# Which plugins' queueing hints each kind of cluster event reaches (EventsToRegister).
-_HINTS = {
-    nodeunschedulable.NAME: nodeunschedulable.requeue,
-    tainttoleration.NAME: tainttoleration.requeue,
-    nodeaffinity.NAME: nodeaffinity.requeue,
-    noderesourcesfit.NAME: noderesourcesfit.requeue,
-}
-_NODE_PLUGINS = [nodeunschedulable.NAME, tainttoleration.NAME, nodeaffinity.NAME, noderesourcesfit.NAME]
-
 
 class WaitingPod:
     """A pod assumed on a node and held at Permit (framework.waitingPod)."""
 
-    __slots__ = ("qpi", "node", "deadline", "wait")
+    __slots__ = ("qpi", "node", "deadline", "wait", "plugin", "state")
 
-    def __init__(self, qpi: QueuedPodInfo, node: str, deadline: float, wait: float):
-        self.qpi, self.node, self.deadline, self.wait = qpi, node, deadline, wait
+    def __init__(self, qpi: QueuedPodInfo, node: str, deadline: float, wait: float, plugin: str, state: CycleState):
+        self.qpi, self.node, self.deadline, self.wait, self.plugin, self.state = qpi, node, deadline, wait, plugin, state
 
     @property
     def info(self) -> PodInfo:
@@ -64,14 +59,16 @@ class WaitingPod:
 
 
 class ProfileScheduler:
-    def __init__(self, api, profile: Profile):
+    def __init__(self, api, profile: Profile, registry: dict = REGISTRY):
         self.api = api
         self.profile = profile
+        self.profile_name = profile.name
         self.cache = SchedulerCache()
-        self.coscheduling = Coscheduling(self, profile.permit_waiting_seconds) if profile.coscheduling else None
-        sort_key = self.coscheduling.sort_key if self.coscheduling else prioritysort.sort_key
-        self.queue = SchedulingQueue(sort_key, self.clock, self._pre_enqueue)
         self.waiting: dict[str, WaitingPod] = {}
+        self.framework = Framework(profile, registry, self)
+        self.queue = SchedulingQueue(self.framework.sort_key, self.clock, self.framework.run_pre_enqueue)
+        self._other_resources = sorted(self.framework.event_resources() - {NODE, POD})
+        self._watchers = {key: self._watcher(key) for key in self._other_resources}
 
     def clock(self) -> float:
         return self.api.clock()
@@ -89,8 +86,8 @@ class ProfileScheduler:
         """
         self.api.subscribe("nodes", self.on_node)
         self.api.subscribe("pods", self.on_pod)
-        if self.coscheduling:
-            self.api.subscribe(PODGROUPS, self.on_pod_group)
+        for key, watcher in self._watchers.items():
+            self.api.subscribe(key, watcher)
         for listed in self.api.list("nodes"):
             node = self.api.try_get("nodes", listed["metadata"]["name"])
             if node is not None:
@@ -106,8 +103,14 @@ class ProfileScheduler:
     def stop(self) -> None:
         self.api.unsubscribe("nodes", self.on_node)
         self.api.unsubscribe("pods", self.on_pod)
-        if self.coscheduling:
-            self.api.unsubscribe(PODGROUPS, self.on_pod_group)
+        for key, watcher in self._watchers.items():
+            self.api.unsubscribe(key, watcher)
+
+    def _watcher(self, key: str):
+        def on_change(event_type: str, obj: dict, old: dict | None) -> None:
+            action = DELETE if event_type == "DELETED" else ADD if old is None else UPDATE
+            self._cluster_event(ClusterEvent(key, action, old, None if action == DELETE else obj))
+        return on_change
 
     def on_node(self, event_type: str, node: dict, old: dict | None) -> None:
         if event_type == "DELETED":
@@ -115,11 +118,11 @@ class ProfileScheduler:
             return
         self.cache.set_node(node)
         if old is None:
-            self._cluster_event(ClusterEvent(NODE, ADD, None, node), _NODE_PLUGINS)
+            self._cluster_event(ClusterEvent(NODE, ADD, None, node))
             return
         changes = node_update_changes(old, node)
         if changes:
-            self._cluster_event(ClusterEvent(NODE, UPDATE, old, node, changes), _NODE_PLUGINS)
+            self._cluster_event(ClusterEvent(NODE, UPDATE, old, node, changes))
 
     def on_pod(self, event_type: str, pod: dict, old: dict | None) -> None:
         uid = pod["metadata"].get("uid", "")
@@ -139,7 +142,7 @@ class ProfileScheduler:
             return
         if (spec.get("schedulerName") or "default-scheduler") != self.profile.name:
             if event_type == "ADDED":
-                self._cluster_event(ClusterEvent(POD, ADD, None, pod), [COSCHEDULING])
+                self._cluster_event(ClusterEvent(POD, ADD, None, pod))
             return
         waiting = self.waiting.get(uid)
         if waiting is not None:
@@ -155,11 +158,7 @@ class ProfileScheduler:
         if nominated != self.cache.nominated_node_of(uid):
             self.cache.nominate(info, nominated)
         if event_type == "ADDED":
-            self._cluster_event(ClusterEvent(POD, ADD, None, pod), [COSCHEDULING])
-
-    def on_pod_group(self, event_type: str, pg: dict, old: dict | None) -> None:
-        if event_type != "DELETED":
-            self._cluster_event(ClusterEvent(POD_GROUP, ADD if old is None else UPDATE, old, pg), [COSCHEDULING])
+            self._cluster_event(ClusterEvent(POD, ADD, None, pod))
 
     def _assigned_pod(self, uid: str, pod: dict, old: dict | None, event_type: str) -> None:
         qpi = self.queue.delete(uid)
@@ -169,34 +168,57 @@ class ProfileScheduler:
         info = base.refresh(pod) if base is not None else PodInfo(pod)
         self.cache.add_pod(info, pod["spec"]["nodeName"])
         if event_type == "ADDED":
-            self._cluster_event(ClusterEvent(POD, ADD, None, pod), [COSCHEDULING])
-        elif old is not None and (old.get("spec") or {}).get("nodeName") and _resized(old, pod):
-            self._cluster_event(ClusterEvent(POD, UPDATE, old, pod), [noderesourcesfit.NAME])
+            self._cluster_event(ClusterEvent(POD, ADD, None, pod))
+        elif old is not None and (old.get("spec") or {}).get("nodeName"):
+            changes = pod_update_changes(old, pod)
+            if changes:
+                self._cluster_event(ClusterEvent(POD, UPDATE, old, pod, changes))
 
     def _pod_gone(self, uid: str, pod: dict) -> None:
         """A pod was deleted (or became terminal): free its resources and drop it from the queue."""
         self.queue.delete(uid)
         self.cache.unnominate(uid)
         if uid in self.waiting:
-            self._reject_waiting_pod(uid, "", "removed", notify=False)
+            self.reject_waiting_pod(uid, "", "removed", notify=False)
         if self.cache.node_of(uid) is not None:
             self.cache.remove_pod(uid)
-            self._cluster_event(ClusterEvent(POD, DELETE, pod, None), [noderesourcesfit.NAME])
+            self._cluster_event(ClusterEvent(POD, DELETE, pod, None))
         elif (pod.get("status") or {}).get("nominatedNodeName"):
-            self._cluster_event(ClusterEvent(POD, DELETE, pod, None), [noderesourcesfit.NAME])
+            self._cluster_event(ClusterEvent(POD, DELETE, pod, None))
 
-    def _cluster_event(self, event: ClusterEvent, plugins: list[str]) -> None:
-        self.queue.on_event(event, plugins, self._hint)
+    def _cluster_event(self, event: ClusterEvent, exclude: str = "") -> None:
+        """MoveAllToActiveOrBackoffQueue for the plugins registered for the event, through their hints
+        (never moving ``exclude``, the pod whose own assumption was just undone)."""
+        hint = self._hint if not exclude else (
+            lambda plugin, qpi, ev: qpi.uid != exclude and self._hint(plugin, qpi, ev))
+        self.queue.on_event(event, self.framework.plugins_for(event), hint)
 
-    @staticmethod
-    def _hint(plugin: str, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
-        if plugin == COSCHEDULING:
-            return event.resource in (POD, POD_GROUP) and event.action in (ADD, UPDATE)
-        fn = _HINTS.get(plugin)
-        return fn is not None and fn(qpi.info, event)
+    def _hint(self, plugin: str, qpi: QueuedPodInfo, event: ClusterEvent) -> bool:
+        return self.framework.queueing_hint(plugin, qpi.info, event)
 
-    def _pre_enqueue(self, info: PodInfo) -> Status | None:
-        return schedulinggates.pre_enqueue(info.pod)
+    # --- the handle ---------------------------------------------------------
+    def waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self.waiting.get(uid)
+
+    def reject_waiting(self, predicate, plugin: str, message: str) -> None:
+        for uid, waiting in list(self.waiting.items()):
+            if uid in self.waiting and predicate(waiting.info):
+                self.reject_waiting_pod(uid, plugin, message)
+
+    def allow_waiting(self, predicate) -> None:
+        for uid, waiting in list(self.waiting.items()):
+            if uid in self.waiting and predicate(waiting.info):
+                del self.waiting[uid]
+                self._binding_cycle(waiting.qpi, waiting.state, waiting.node)
+
+    def activate(self, uids) -> None:
+        self.queue.activate(uids)
+
+    def reject_waiting_pod(self, uid: str, plugin: str, message: str, *, notify: bool = True) -> None:
+        waiting = self.waiting.pop(uid)
+        self._forget(waiting.state, waiting.info, waiting.node)
+        if notify:
+            self._failure(waiting.qpi, Status(UNSCHEDULABLE, (message,), plugin), set(), "")
 
     # --- the scheduling cycle ------------------------------------------------
     def schedule_next(self) -> bool:
@@ -222,111 +244,74 @@ class ProfileScheduler:
         if not self.cache.nodes:
             self._failure(qpi, Status(ERROR, (NO_NODES_AVAILABLE_ERROR,)), set(), None)
             return
-        diagnosis = Diagnosis(len(self.cache.nodes))
-        host = None
-        pre = self.coscheduling.pre_filter(pod) if self.coscheduling else None
+        state = CycleState()
+        framework = self.framework
+        pre = framework.run_pre_filter(state, pod)
         if pre is not None:
-            diagnosis.pre_filter_msg = pre.message
-            diagnosis.add(pre, set(self.cache.nodes))
-        else:
-            host = self._nominated_host(pod)
-            if host is None:
-                search = Search(self.cache, pod)
-                search.run()
-                diagnosis = search.diagnosis
-                if search.candidates:
-                    host = search.select(self.profile)
-        if host is None:
-            self._unschedulable(qpi, diagnosis, pre)
+            if not pre.rejected:
+                self._failure(qpi, pre, set(), None)
+                return
+            search = Search(framework, state, pod)
+            search.diagnosis.pre_filter_msg = pre.message
+            search.diagnosis.add(pre, set(self.cache.nodes))
+            self._unschedulable(qpi, state, search.diagnosis, {pre.plugin})
             return
-        self.cache.add_pod(pod, host, assumed=True)
-        if self.coscheduling:
-            outcome, wait = self.coscheduling.permit(pod)
-            if outcome == NOT_FOUND:  # a rejection at Permit reads as a FitError on one node
-                self._forget(pod, host)
-                self._failure(qpi, Status(UNSCHEDULABLE, (fit_error_message(1, {NOT_FOUND: 1}),)),
-                              {COSCHEDULING}, "")
+        host = self._nominated_host(state, pod)
+        if host is None:
+            search = Search(framework, state, pod)
+            search.run()
+            if not search.cells:
+                self._unschedulable(qpi, state, search.diagnosis, search.diagnosis.unschedulable_plugins())
                 return
-            if outcome == WAIT:
-                self.queue.done(pod.uid)
-                self.waiting[pod.uid] = WaitingPod(qpi, host, self.clock() + wait, wait)
-                return
-        self._bind(qpi, host)
+            host = search.only_node() or search.select()
+        self._assume(qpi, state, host)
 
-    def _nominated_host(self, pod: PodInfo) -> str | None:
+    def _nominated_host(self, state: CycleState, pod: PodInfo) -> str | None:
         """evaluateNominatedNode: a preemptor whose nominated node now fits goes there without scoring."""
         name = pod.nominated_node
         info = self.cache.nodes.get(name) if name else None
-        if info is not None and filter_node(self.cache, pod, info) is None:
+        if info is not None and self.framework.run_filters_with_nominated(state, pod, info) is None:
             return name
         return None
 
-    def _unschedulable(self, qpi: QueuedPodInfo, diagnosis: Diagnosis, pre: Status | None) -> None:
+    def _unschedulable(self, qpi: QueuedPodInfo, state: CycleState, diagnosis, plugins: set[str]) -> None:
         """FitError: run the PostFilter plugins, then handle the failure."""
-        pod = qpi.info
         diagnosis.freeze()
-        messages: list[str] = [dynamicresources.post_filter(pod).message]
-        nominated: str | None = None
-        outcome = preemption.preempt(self.cache, pod, diagnosis, self._pdbs(), self.clock())
-        if outcome.status.code == SUCCESS:
-            self._execute_preemption(pod, outcome)
-            nominated, messages = outcome.nominated_node, []
-        else:
-            messages.append(defaultpreemption.wrap_message(outcome.status).message)
-            if outcome.nominated_node is not None:
-                nominated = outcome.nominated_node
-            if self.coscheduling:
-                messages.extend(self.coscheduling.post_filter(pod).reasons)
-        diagnosis.post_filter_msg = ", ".join(m for m in messages if m)
-        plugins = {status.plugin for status, _ in diagnosis.groups() if status.plugin}
-        if pre is not None:
-            plugins = {pre.plugin}
+        status, nominated = self.framework.run_post_filter(state, qpi.info, diagnosis)
+        if status is not None and status.code == ERROR:
+            self._failure(qpi, status, set(), None)
+            return
+        diagnosis.post_filter_msg = status.message if status is not None else ""
         self._failure(qpi, Status(UNSCHEDULABLE, (diagnosis.message(),)), plugins, nominated)
 
-    def _pdbs(self) -> list[dict]:
-        try:
-            return self.api.list("poddisruptionbudgets.policy")
-        except ApiError:
-            return []
+    def _assume(self, qpi: QueuedPodInfo, state: CycleState, host: str) -> None:
+        """assume, Reserve and Permit; then the binding cycle, unless Permit holds the pod."""
+        pod, framework = qpi.info, self.framework
+        self.cache.add_pod(pod, host, assumed=True)
+        status = framework.run_reserve(state, pod, host)
+        timeout = 0.0
+        if status is None:
+            status, timeout = framework.run_permit(state, pod, host)
+        if status is not None and status.code == WAIT:
+            self.queue.done(pod.uid)
+            self.waiting[pod.uid] = WaitingPod(qpi, host, self.clock() + timeout, timeout, status.plugin, state)
+            return
+        if status is not None:
+            self._forget(state, pod, host)
+            if status.rejected:  # a rejection at Reserve or Permit reads as a FitError on one node
+                status = Status(status.code, (fit_error_message(1, {r: 1 for r in status.reasons}),), status.plugin)
+            self._failure(qpi, status, {status.plugin} if status.rejected else set(), "")
+            return
+        self._binding_cycle(qpi, state, host)
 
-    # --- preemption ----------------------------------------------------------
-    def _execute_preemption(self, preemptor: PodInfo, outcome: preemption.Outcome) -> None:
-        """Executor.PreemptPod for each victim, then clear lower-priority nominations on the node."""
-        node = outcome.nominated_node
-        for victim in outcome.victims:
-            if victim.deleting:
-                continue
-            if victim.uid in self.waiting:
-                self._reject_waiting_pod(victim.uid, defaultpreemption.NAME, "preempted")
-            else:
-                self._mark_disruption_target(victim)
-                try:
-                    self.api.delete("pods", victim.name, victim.namespace)
-                except ApiError as exc:
-                    if exc.code != 404:
-                        log.warning("preempting %s: %s", victim.key, exc)
-                    continue
-            self.api.record_event(victim.pod, "Normal", "Preempted",
-                                  f"Preempted by pod {preemptor.uid} on node {node}", self.profile.name,
-                                  action="Preempting")
-        for other in list(self.cache.nominated.get(node, {}).values()):
-            if other.priority < preemptor.priority:
-                self._set_status(other.pod, None, "")
-
-    def _mark_disruption_target(self, victim: PodInfo) -> None:
-        condition = {"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
-                     "reason": defaultpreemption.REASON_PREEMPTION_BY_SCHEDULER,
-                     "message": f"{victim.scheduler_name}: preempting to accommodate a higher priority pod"}
-        self._set_status(victim.pod, condition, None)
-
-    # --- Permit waiting ------------------------------------------------------
+    # --- timers ----------------------------------------------------------------
     def run_timers(self) -> None:
         """Reject pods whose Permit wait timed out; flush the unschedulable pool every 30 s."""
         now = self.clock()
         for uid, waiting in list(self.waiting.items()):
             if waiting.deadline <= now and uid in self.waiting:
-                self._reject_waiting_pod(uid, COSCHEDULING, f"rejected due to timeout after waiting "
-                                                             f"{go_duration(waiting.wait)} at plugin {COSCHEDULING}")
+                self.reject_waiting_pod(uid, waiting.plugin, f"rejected due to timeout after waiting "
+                                                             f"{go_duration(waiting.wait)} at plugin {waiting.plugin}")
         if now - self.queue.last_flush >= FLUSH_UNSCHEDULABLE_INTERVAL:
             self.queue.flush()
 
@@ -335,47 +320,24 @@ class ProfileScheduler:
         deadlines.append(self.queue.next_wakeup())
         return min(deadlines)
 
-    def reject_waiting(self, predicate, plugin: str, message: str) -> None:
-        for uid, waiting in list(self.waiting.items()):
-            if uid in self.waiting and predicate(waiting.info):
-                self._reject_waiting_pod(uid, plugin, message)
-
-    def allow_waiting(self, predicate) -> None:
-        for uid, waiting in list(self.waiting.items()):
-            if uid in self.waiting and predicate(waiting.info):
-                del self.waiting[uid]
-                self._bind(waiting.qpi, waiting.node)
-
-    def activate(self, uids) -> None:
-        self.queue.activate(uids)
-
-    def _reject_waiting_pod(self, uid: str, plugin: str, message: str, *, notify: bool = True) -> None:
-        waiting = self.waiting.pop(uid)
-        self._forget(waiting.info, waiting.node)
-        if notify:
-            self._failure(waiting.qpi, Status(UNSCHEDULABLE, (message,), plugin), set(), "")
-
-    def _forget(self, pod: PodInfo, node: str) -> None:
+    def _forget(self, state: CycleState, pod: PodInfo, node: str) -> None:
         """Unreserve and ForgetPod; freeing the assumed resources counts as an assigned pod's deletion."""
-        if self.coscheduling:
-            self.coscheduling.unreserve(pod)
+        self.framework.run_unreserve(state, pod, node)
         if self.cache.node_of(pod.uid) == node and self.cache.is_assumed(pod.uid):
             self.cache.remove_pod(pod.uid)
             gone = {**pod.pod, "spec": {**pod.spec, "nodeName": node}}
-            self.queue.on_event(ClusterEvent(POD, DELETE, gone, None), [noderesourcesfit.NAME],
-                                lambda plugin, qpi, ev: qpi.uid != pod.uid and self._hint(plugin, qpi, ev))
+            self._cluster_event(ClusterEvent(POD, DELETE, gone, None), exclude=pod.uid)
 
     # --- binding -------------------------------------------------------------
-    def _bind(self, qpi: QueuedPodInfo, host: str) -> None:
+    def _binding_cycle(self, qpi: QueuedPodInfo, state: CycleState, host: str) -> None:
         pod = qpi.info
         self.queue.done(pod.uid)
-        try:
-            self.api.bind(pod.namespace, pod.name, host)
-        except ApiError as exc:
-            self._forget(pod, host)
+        status = self.framework.run_pre_bind(state, pod, host) or self.framework.run_bind(state, pod, host)
+        if status is not None:
+            self._forget(state, pod, host)
             if self.api.try_get("pods", pod.name, pod.namespace) is None:
                 return
-            self._failure(qpi, Status(ERROR, (f'running Bind plugin "DefaultBinder": {exc.message}',)), set(), "")
+            self._failure(qpi, status, set(), "")
             return
         self.api.record_event(pod.pod, "Normal", "Scheduled",
                               f"Successfully assigned {pod.namespace}/{pod.name} to {host}", self.profile.name,
@@ -399,9 +361,9 @@ class ProfileScheduler:
         reason = REASON_UNSCHEDULABLE if status.rejected else REASON_SCHEDULER_ERROR
         condition = {"type": "PodScheduled", "status": "False", "lastProbeTime": None, "reason": reason,
                      "message": message}
-        self._set_status(latest, condition, nominated)
+        self.set_pod_status(latest, condition, nominated)
 
-    def _set_status(self, pod: dict, condition: dict | None, nominated: str | None) -> None:
+    def set_pod_status(self, pod: dict, condition: dict | None, nominated: str | None) -> None:
         """updatePod / PatchPodStatus: set a condition (UpdatePodCondition) and/or status.nominatedNodeName."""
         latest = self.api.try_get("pods", pod["metadata"]["name"], pod["metadata"].get("namespace"))
         if latest is None or latest["metadata"].get("uid") != pod["metadata"].get("uid"):
@@ -423,12 +385,6 @@ class ProfileScheduler:
                             subresource="status", manager=MANAGER)
         except ApiError as exc:
             log.warning("updating the status of pod %s: %s", latest["metadata"]["name"], exc)
-
-
-def _resized(old: dict, new: dict) -> bool:
-    """Whether an update can change the pod's requests (an in-place resize)."""
-    ospec, nspec = old.get("spec") or {}, new.get("spec") or {}
-    return any(ospec.get(k) != nspec.get(k) for k in ("containers", "initContainers", "resources", "overhead"))
 
 
 def _update_condition(status: dict, condition: dict, generation, now: str) -> bool:

@@ -14,8 +14,8 @@ The v1alpha1 API has no ``scheduled`` count.
 """
 from __future__ import annotations
 
-from ...controllers.base import Controller
-from ..podinfo import POD_GROUP_LABEL
+from ....controllers.base import Controller
+from ...podinfo import POD_GROUP_LABEL
 from .plugin import PODGROUPS
 
 MANAGER = "scheduler-plugins-controller"

@@ -18,24 +18,35 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from ...objects import parse_time
-from ..podinfo import POD_GROUP_LABEL, PodInfo
-from ...quantity import DECIMAL_SI, parse
-from ..resources import quantity
-from ..status import UNSCHEDULABLE, Status, unresolvable, unschedulable
+from ....objects import parse_time
+from ....quantity import DECIMAL_SI, parse
+from ...events import ADD, POD, UPDATE, ClusterEventWithHint
+from ...interface import (EnqueueExtensions, PermitPlugin, PostFilterPlugin, PostFilterResult, PreFilterPlugin,
+                          QueueSortPlugin, ReservePlugin)
+from ...podinfo import POD_GROUP_LABEL, PodInfo
+from ...resources import quantity
+from ...status import UNSCHEDULABLE, WAIT, Status, unresolvable, unschedulable
 
 NAME = "Coscheduling"
 PODGROUPS = "podgroups.scheduling.x-k8s.io"
-NOT_SPECIFIED, NOT_FOUND, SUCCESS, WAIT = "PodGroup not specified", "PodGroup not found", "Success", "Wait"
+NOT_FOUND = "PodGroup not found"
+DEFAULT_PERMIT_WAITING_SECONDS = 60  # PermitWaitingTimeSeconds default (apis/config/v1/defaults.go)
 
 
-class Coscheduling:
-    """The plugin's state (core.PodGroupManager): the PodGroups that passed the minResources check recently."""
+class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlugin, ReservePlugin,
+                   EnqueueExtensions):
+    """The plugin and its state (core.PodGroupManager): the PodGroups that passed the minResources check recently."""
 
-    def __init__(self, handle, permit_waiting_seconds: float):
-        self.handle = handle
-        self.schedule_timeout = permit_waiting_seconds
+    NAME = NAME
+
+    def __init__(self, handle, args: dict | None = None):
+        super().__init__(handle, args)
+        self.schedule_timeout = float(self.args.get("permitWaitingTimeSeconds", DEFAULT_PERMIT_WAITING_SECONDS))
         self._permitted: dict[str, float] = {}
+
+    def events_to_register(self) -> list:
+        return [ClusterEventWithHint(POD, frozenset({ADD})),
+                ClusterEventWithHint(PODGROUPS, frozenset({ADD, UPDATE}))]
 
     # --- PodGroup lookups -------------------------------------------------
     def pod_group(self, pod: PodInfo) -> tuple[str, dict | None]:
@@ -68,7 +79,7 @@ class Coscheduling:
                    if pi.pod_group == pg_name and pi.namespace == namespace and pi.uid != excluding)
 
     # --- extension points ---------------------------------------------------
-    def pre_filter(self, pod: PodInfo) -> Status | None:
+    def pre_filter(self, state, pod: PodInfo) -> Status | None:
         full, pg = self.pod_group(pod)
         if pg is None:
             return None
@@ -109,7 +120,10 @@ class Coscheduling:
         return "map[" + " ".join(f"{name}:{_go_quantity(name, amount, formats[name])}"
                                  for name, amount in sorted(want.items())) + "]"
 
-    def post_filter(self, pod: PodInfo) -> Status:
+    def post_filter(self, state, pod: PodInfo, diagnosis) -> PostFilterResult:
+        return PostFilterResult(self._post_filter(pod))
+
+    def _post_filter(self, pod: PodInfo) -> Status:
         full, pg = self.pod_group(pod)
         if pg is None:
             return unschedulable("can not find pod group", plugin=NAME)
@@ -125,24 +139,24 @@ class Coscheduling:
         return unschedulable(f"PodGroup {full} gets rejected due to Pod {pod.name} is unschedulable even after "
                              f"PostFilter", plugin=NAME)
 
-    def permit(self, pod: PodInfo) -> tuple[str, float]:
-        """Permit: (outcome, seconds to wait). ``assigned`` excludes the pod being placed."""
+    def permit(self, state, pod: PodInfo, node_name: str) -> tuple[Status | None, float]:
+        """Permit: wait until the gang is complete. ``assigned`` excludes the pod being placed."""
         full, pg = self.pod_group(pod)
-        if not full:
-            return NOT_SPECIFIED, 0
+        if not full:  # "PodGroup not specified": not a gang member
+            return None, 0
         if pg is None:
-            return NOT_FOUND, 0
+            return unschedulable(NOT_FOUND, plugin=NAME), 0
         spec = pg.get("spec") or {}
         if self.assigned(pg["metadata"]["name"], pod.namespace, pod.uid) + 1 >= int(spec.get("minMember") or 0):
             self.handle.allow_waiting(lambda w: w.namespace == pod.namespace and w.pod_group == pod.pod_group)
-            return SUCCESS, 0
+            return None, 0
         timeout = spec.get("scheduleTimeoutSeconds")
         wait = float(timeout) if timeout is not None and int(timeout) != 0 else self.schedule_timeout
         siblings = [p["metadata"]["uid"] for p in self.siblings(pod) if p["metadata"]["uid"] != pod.uid]
         self.handle.activate(siblings)
-        return WAIT, wait
+        return Status(WAIT, (), NAME), wait
 
-    def unreserve(self, pod: PodInfo) -> None:
+    def unreserve(self, state, pod: PodInfo, node_name: str) -> None:
         full, pg = self.pod_group(pod)
         if pg is None:
             return

@@ -1,0 +1,248 @@
+"""One scheduling attempt's search: filter every node, score the feasible ones, pick one.
+
+Follows pkg/scheduler/schedule_one.go (``findNodesThatFitPod``,
+``findNodesThatPassFilters``, ``prioritizeNodes``, ``selectHost``) and
+framework/runtime/framework.go (``RunFilterPlugins``: the first failing Filter
+plugin decides a node's status; ``RunScorePlugins``: NormalizeScore over all
+feasible nodes, then the weights).
+
+Upstream calls every plugin on every node. Here the nodes are kept in
+**cells**, groups of nodes every plugin consulted so far treats alike, and a
+plugin is asked once per cell (or once per taint class or resource bucket,
+see ``interface``): cells start as the cache's taint classes, split into its
+resource buckets when a plugin looks at resources, and split further along the
+node sets a ``SETS`` plugin names. A cell holding a node with nominated pods is
+that node alone, filtered node by node with the nominated pods added
+(``RunFilterPluginsWithNominatedPods``).
+
+Every node is evaluated (no ``percentageOfNodesToScore`` sampling); ties
+between the best-scoring nodes go to the smallest node name.
+"""
+from __future__ import annotations
+
+from .diagnosis import Diagnosis
+from .interface import NODE, RESOURCES, SETS, TAINTS, CycleState
+from .podinfo import PodInfo
+
+
+class Cell:
+    """Nodes of one taint class (and, once split, one resource bucket) that the plugins so far treat alike.
+
+    ``sigs[key]`` records which of a plugin's node sets hold the cell (one bit per set), ``done`` that the
+    cell's node passed every filter already (a node with nominated pods, filtered on its own).
+    """
+
+    __slots__ = ("cls", "bucket", "names", "sigs", "done")
+
+    def __init__(self, cls, bucket, names, sigs=None, done=False):
+        self.cls, self.bucket, self.names = cls, bucket, names
+        self.sigs: dict = {} if sigs is None else sigs
+        self.done = done
+
+    def part(self, names) -> Cell:
+        return Cell(self.cls, self.bucket, names, dict(self.sigs), self.done)
+
+    def node(self, cache):
+        """A node that stands for the cell."""
+        if self.bucket is not None and self.names is self.bucket.members:
+            return self.bucket.representative
+        return cache.nodes[next(iter(self.names))]
+
+    def first(self) -> str:
+        if self.bucket is not None and self.names is self.bucket.members:
+            return self.bucket.first()
+        return min(self.names)
+
+
+class FeasibleNodes:
+    """What PreScore plugins see of the feasible nodes: ``cells`` (``names``, ``node(cache)``) and ``count``."""
+
+    __slots__ = ("cells",)
+
+    def __init__(self, cells: list[Cell]):
+        self.cells = cells
+
+    @property
+    def count(self) -> int:
+        return sum(len(c.names) for c in self.cells)
+
+
+def refine(cells: list[Cell], key, sets) -> list[Cell]:
+    """Split the cells so each lies inside or outside every set; ``sigs[key]`` gets the bits of the sets."""
+    for bit_index, members in enumerate(sets):
+        if not members:
+            continue
+        bit = 1 << bit_index
+        out = []
+        for cell in cells:
+            names = cell.names
+            inside = names & members
+            if not inside:
+                out.append(cell)
+                continue
+            if len(inside) == len(names):
+                cell.sigs[key] = cell.sigs.get(key, 0) | bit
+                out.append(cell)
+                continue
+            part = cell.part(inside)
+            part.sigs[key] = part.sigs.get(key, 0) | bit
+            out.append(part)
+            out.append(cell.part(names - inside))
+        cells = out
+    return cells
+
+
+def _split_buckets(cells: list[Cell]) -> list[Cell]:
+    out = []
+    for cell in cells:
+        if cell.bucket is not None:
+            out.append(cell)
+            continue
+        whole = cell.names is cell.cls.members
+        for bucket in cell.cls.buckets.values():
+            names = bucket.members if whole else bucket.members & cell.names
+            if names:
+                out.append(Cell(cell.cls, bucket, names, dict(cell.sigs)))
+    return out
+
+
+class Search:
+    """The feasible nodes of one scheduling attempt and, among them, the host."""
+
+    def __init__(self, framework, state: CycleState, pod: PodInfo):
+        self.framework = framework
+        self.cache = framework.cache
+        self.state = state
+        self.pod = pod
+        self.diagnosis = Diagnosis(len(self.cache.nodes))
+        self.cells: list[Cell] = []
+
+    # --- filtering ----------------------------------------------------------
+    def run(self) -> None:
+        """findNodesThatPassFilters: ``cells`` gets the feasible nodes, ``diagnosis`` the others."""
+        cache, state, pod, diagnosis = self.cache, self.state, self.pod, self.diagnosis
+        nominated = [name for name in cache.nominated if name in cache.nodes]
+        cells: list[Cell] = []
+        for cls in cache.classes.values():
+            if not cls.members:
+                continue
+            names = cls.members
+            for name in nominated:
+                if name in names:
+                    info = cache.nodes[name]
+                    status = self.framework.run_filters_with_nominated(state, pod, info)
+                    if status is None:
+                        cells.append(Cell(cls, info.bucket, frozenset((name,)), done=True))
+                    else:
+                        diagnosis.add(status, frozenset((name,)))
+                    names = names - {name}
+            if names:
+                cells.append(Cell(cls, None, names))
+        bucketed = False
+        for index, plugin in enumerate(self.framework.filter_plugins):
+            if not cells:
+                break
+            if plugin.NAME in state.skip_filter:
+                continue
+            scope = plugin.filter_scope
+            if scope in (RESOURCES, NODE) and not bucketed:
+                cells, bucketed = _split_buckets(cells), True
+            if scope == SETS:
+                cells = refine(cells, index, plugin.filter_sets(state, pod))
+            cells = self._filter(plugin, scope, index, cells)
+        self.cells = cells if bucketed else _split_buckets(cells)
+
+    def _filter(self, plugin, scope: str, index: int, cells: list[Cell]) -> list[Cell]:
+        cache, state, pod, diagnosis = self.cache, self.state, self.pod, self.diagnosis
+        survivors: list[Cell] = []
+        memo: dict = {}
+        for cell in cells:
+            if cell.done:
+                survivors.append(cell)
+                continue
+            if scope == NODE:
+                passing = self._filter_each(plugin, cell)
+                if passing:
+                    survivors.append(cell if len(passing) == len(cell.names) else cell.part(passing))
+                continue
+            key = cell.cls.id if scope == TAINTS else id(cell.bucket) if scope == RESOURCES else cell.sigs.get(index, 0)
+            if key in memo:
+                status = memo[key]
+            else:
+                status = memo[key] = plugin.filter(state, pod, cell.node(cache))
+            if status is None:
+                survivors.append(cell)
+            else:
+                diagnosis.add(status, cell.names)
+        return survivors
+
+    def _filter_each(self, plugin, cell: Cell) -> set[str]:
+        passing: set[str] = set()
+        rejected: dict = {}
+        for name in cell.names:
+            status = plugin.filter(self.state, self.pod, self.cache.nodes[name])
+            if status is None:
+                passing.add(name)
+            else:
+                rejected.setdefault(status, set()).add(name)
+        for status, names in rejected.items():
+            self.diagnosis.add(status, names)
+        return passing
+
+    # --- scoring ----------------------------------------------------------
+    def feasible_count(self) -> int:
+        return sum(len(cell.names) for cell in self.cells)
+
+    def only_node(self) -> str | None:
+        """The feasible node when there is exactly one (schedulePod returns it without scoring)."""
+        if len(self.cells) == 1 and len(self.cells[0].names) == 1:
+            return next(iter(self.cells[0].names))
+        return None
+
+    def select(self) -> str:
+        """prioritizeNodes, then selectHost among the cells with the best total."""
+        cells, totals = self.prioritize()
+        best = max(totals)
+        return min(cell.first() for cell, total in zip(cells, totals) if total == best)
+
+    def prioritize(self) -> tuple[list[Cell], list[int]]:
+        """RunPreScorePlugins and RunScorePlugins: each cell's weighted sum of normalised scores, up to a
+        constant. A plugin that cannot tell the cells apart (one taint class, one bucket, or one cell) would
+        add the same to every total, so it is not run at all."""
+        framework, cache, state, pod = self.framework, self.cache, self.state, self.pod
+        cells = self.cells
+        one_class = all(cell.cls is cells[0].cls for cell in cells)
+        one_bucket = one_class and all(cell.bucket is cells[0].bucket for cell in cells)
+        plugins = [(index, plugin, weight) for index, (plugin, weight) in enumerate(framework.score_plugins)
+                   if not (plugin.score_scope == TAINTS and one_class or plugin.score_scope == RESOURCES and one_bucket)]
+        framework.run_pre_score(state, pod, FeasibleNodes(cells), [plugin for _, plugin, _ in plugins])
+        plugins = [entry for entry in plugins if entry[1].NAME not in state.skip_score]
+        for index, plugin, _ in plugins:
+            if plugin.score_scope == SETS:
+                cells = refine(cells, -1 - index, plugin.score_sets(state, pod))
+            elif plugin.score_scope == NODE:
+                cells = [cell.part(frozenset((name,))) for cell in cells for name in cell.names]
+        self.cells = cells
+        totals = [0] * len(cells)
+        if len(cells) == 1:
+            return cells, totals
+        for index, plugin, weight in plugins:
+            scope = plugin.score_scope
+            if scope == TAINTS:
+                keys = [cell.cls.id for cell in cells]
+            elif scope == RESOURCES:
+                keys = [id(cell.bucket) for cell in cells]
+            elif scope == SETS:
+                key_index = -1 - index
+                keys = [cell.sigs.get(key_index, 0) for cell in cells]
+            else:
+                keys = [next(iter(cell.names)) for cell in cells]
+            memo: dict = {}
+            for key, cell in zip(keys, cells):
+                if key not in memo:
+                    memo[key] = plugin.score(state, pod, cell.node(cache))
+            if len(memo) == 1:
+                continue
+            for i, score in enumerate(plugin.normalize_score(state, pod, [memo[key] for key in keys])):
+                totals[i] += weight * score
+        return cells, totals
