@@ -1,7 +1,6 @@
 """Small helpers for API objects as plain dicts: copying, timestamps, names."""
 from __future__ import annotations
 
-import copy
 import secrets
 import time
 from datetime import datetime, timezone
@@ -16,7 +15,16 @@ def clone(obj):
     try:
         return orjson.loads(orjson.dumps(obj))
     except orjson.JSONEncodeError:  # nested deeper than orjson goes (255 levels): see jsonio
-        return copy.deepcopy(obj)
+        return _copy_json(obj)
+
+
+def _copy_json(value):
+    """A deep copy of JSON data (dicts, lists, scalars): copy.deepcopy's memo costs several times more."""
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
 
 
 def rfc3339(ts: float | None = None) -> str:

@@ -132,8 +132,13 @@ class Runtime:
             {"server": f"https://127.0.0.1:{self.config.port}"}))
 
     def start_components(self) -> None:
-        """Start the scheduler, controllers and node agents (:mod:`.components`)."""
-        from . import components
+        """Install kube-system's add-ons (:mod:`.systemaddons`), then start the scheduler, controllers and node
+        agents (:mod:`.components`)."""
+        from . import components, systemaddons
+        from .discovery import version_info
+
+        systemaddons.install(self.api, self.config.cluster_name, version_info()["gitVersion"])
+        self.store.commit()
 
         for component in components.build(self.api, self.config):
             self.tasks.append(asyncio.create_task(component.run(), name=getattr(component, "name", "component")))

@@ -110,6 +110,11 @@ class Store:
             self._db.execute("COMMIT")
             self._dirty = False
 
+    def ping(self) -> None:
+        """Raise if the database does not answer (the health checks' ``etcd``)."""
+        if self._db is not None:
+            self._db.execute("SELECT 1").fetchone()
+
     def close(self) -> None:
         if self._db is not None:
             self.commit()

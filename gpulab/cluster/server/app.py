@@ -23,7 +23,7 @@ from ..api import Api
 from ..errors import ApiError, bad_request, internal, method_not_allowed, unauthorized
 from ..registry import ResourceType
 from ..selectors import matches_fields, matches_labels, parse_label_selector
-from . import bodies, connect, negotiation, params, paths, protobuf, status, versions, watch
+from . import bodies, connect, health, negotiation, params, paths, protobuf, status, versions, watch
 
 log = logging.getLogger("gpulab.apiserver")
 
@@ -87,8 +87,10 @@ class ApiServer:
 
     async def _route(self, request: web.Request):
         path = request.path.rstrip("/") or "/"
-        if path in ("/healthz", "/livez", "/readyz"):
-            return web.Response(text="ok", content_type="text/plain")
+        if health.is_health_path(path):
+            reply = health.respond(request, self.api.store)
+            if reply is not None:
+                return reply
         if path == "/version":
             return _json_response(discovery.version_info())
         if path in ("/api", "/apis"):
