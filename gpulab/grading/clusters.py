@@ -36,6 +36,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -65,6 +66,11 @@ class SubmissionCluster:
     @property
     def directory(self) -> Path:
         return self.home / "clusters" / CLUSTER_NAME
+
+    @property
+    def port(self) -> int:
+        """The port the cluster's server listens on, on the host's loopback."""
+        return urlsplit(self.kubeconfig["clusters"][0]["cluster"]["server"]).port
 
     def api_client(self):
         """The grader's own client: the credentials read when the cluster started, not the file the kernel sees."""
