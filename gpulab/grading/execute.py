@@ -71,6 +71,7 @@ class HermeticExecute(Execute):
         self._known = load_check_files(self.check_modules)
         self._verdicts = self.resources.setdefault("gpulab", {}).setdefault("verdicts", {})
         self._replayable: list[str] = []
+        self._timed_out: list[int] = []
         sandboxing = launcher(self.sandbox_account)          # SandboxUnavailable before any cluster starts
         cluster = supply_for(self.resources["nbgrader"]["assignment"], self.prestart).take()
         try:
@@ -86,6 +87,7 @@ class HermeticExecute(Execute):
             self.set_widgets_metadata()
         finally:
             cluster.remove()
+        self.nb.metadata[GRADER_KEY] = {"timed_out_cells": self._timed_out}   # for gpulab grade's table
         return self.nb, self.resources
 
     def create_kernel_manager(self) -> SandboxedKernelManager:
@@ -120,11 +122,15 @@ class HermeticExecute(Execute):
             cell.outputs.append(_error(type(exc).__name__, f"{reason}; it was restarted and the earlier cells "
                                                           "re-run before grading went on"))
             self.log.warning("Cell %d: %s; restarting the kernel", index, reason)
+            if isinstance(exc, CellTimeoutError):
+                self._timed_out.append(index)
             self._restart()
         else:
             timed_out = any(o.output_type == "error" and o.get("ename") == self.error_on_timeout["ename"]
                             for o in cell.outputs)
-            if not timed_out and not is_graded(cell):
+            if timed_out:
+                self._timed_out.append(index)
+            elif not is_graded(cell):
                 self._replayable.append(cell.source)
         if is_graded(cell):
             self._recheck(cell, cluster)

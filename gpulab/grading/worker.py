@@ -49,18 +49,33 @@ def main(argv: list[str]) -> int:
             start = time.monotonic()
             result = api.autograde(lab, student, force=force, create=True)
             log = result.get("log") or ""
+            skipped = "Skipping existing assignment" in log
             answers.write(json.dumps({
                 "student": student,
                 "success": bool(result["success"]),
-                "skipped": "Skipping existing assignment" in log,
+                "skipped": skipped,
                 "error": "" if result["success"] else _error_summary(log, result.get("error") or ""),
                 "seconds": round(time.monotonic() - start, 3),
+                "timed_out": 0 if skipped or not result["success"] else timed_out_cells(api, lab, student),
             }) + "\n")
     finally:
         from .clusters import close_supplies
 
         close_supplies()
     return 0
+
+
+def timed_out_cells(api, lab: str, student: str) -> int:
+    """How many cells of the student's autograded notebooks ran past ``Execute.timeout`` (the grader noted them)."""
+    import nbformat
+
+    from .sanitize import GRADER_KEY
+
+    directory = Path(api.coursedir.format_path(api.coursedir.autograded_directory, student, lab))
+    count = 0
+    for path in directory.glob("*.ipynb"):
+        count += len(nbformat.read(path, 4).metadata.get(GRADER_KEY, {}).get("timed_out_cells", []))
+    return count
 
 
 def _error_summary(log: str, error: str, count: int = 3) -> str:
