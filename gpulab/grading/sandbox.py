@@ -213,9 +213,9 @@ class Sandbox:
         for secret in _outermost([Path(p).resolve() for p in self.hidden]):
             if secret.exists() and _inside(secret, [*SYSTEM_DIRS, *shown]):
                 args += ["--tmpfs", str(secret)]
-                for path in read_only:                  # a read-only path inside a hidden one is still shown
-                    if path != secret and path.is_relative_to(secret):
-                        args += ["--ro-bind", str(path), str(path)]
+                for path in _outermost([Path(p) for p in self.read_only           # shown inside a hidden path:
+                                        if Path(p) != secret and Path(p).is_relative_to(secret)]):    # shown still
+                    args += ["--ro-bind", str(path), str(path)]
         for source, target in writable.items():
             args += ["--bind", str(source), str(target)]
         return args
