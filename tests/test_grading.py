@@ -274,6 +274,25 @@ def test_a_grading_process_that_dies_costs_only_its_submission(graded, plan):
     assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _mentions(p, b"/autograded/killed/")]
 
 
+def test_grading_refuses_at_once_where_kernels_cannot_be_sandboxed(graded, course, tmp_path):
+    """Grading as root with a kernel account that does not exist: one clear error, nothing graded."""
+    if os.geteuid() != 0:
+        pytest.skip("the kernels' account is a setting of grading as root")
+    copy = tmp_path / "course"
+    shutil.copytree(course.root.parent, copy, ignore=shutil.ignore_patterns("autograded", "feedback"))
+    root = copy / course.root.name
+    with open(root / "nbgrader_config.py", "a") as config:
+        config.write('\nc.HermeticExecute.sandbox_account = "gpulab-no-such-account"\n')
+    copied = course_tools.Course(root, LAB)
+    before = copied.scores()
+    proc = copied.gpulab_grade("--jobs", "2", "--force")
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1] == (
+        "error: grading as root runs learner kernels as the account 'gpulab-no-such-account', which does not "
+        "exist: create it, or set c.HermeticExecute.sandbox_account to an unprivileged account")
+    assert copied.scores() == before
+
+
 def _mentions(process: Path, text: bytes) -> bool:
     try:
         return text in (process / "cmdline").read_bytes()

@@ -162,6 +162,8 @@ def grade(course_dir: Path, lab: str, *, jobs: int = 2, force: bool = False, pro
                 line = worker.process.stdout.readline()
                 if line:
                     answer = json.loads(line)
+                    if "fatal" in answer:
+                        raise GradingError(answer["fatal"])
                     status = "failed" if not answer["success"] else "skipped" if answer["skipped"] else "graded"
                     outcomes[answer["student"]] = Outcome(answer["student"], status, answer["seconds"],
                                                           answer["error"], timed_out=answer["timed_out"])
