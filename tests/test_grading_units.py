@@ -224,9 +224,11 @@ def test_an_ordinary_user_gets_a_user_namespace_and_root_an_unprivileged_account
 
 
 def test_the_kernels_working_directory_holds_the_submissions_files_but_no_notebook(tmp_path):
-    sandbox = _sandbox(tmp_path)
+    notebook_dir = tmp_path / "course" / "autograded" / "alice" / "lab"
+    sandbox = _sandbox(tmp_path, hidden=(notebook_dir / "gradebook.db",))     # an odd layout: the gradebook there
     (sandbox.notebook_dir / "lab.ipynb").write_text("{}")           # autograded: hidden tests inside
     (sandbox.notebook_dir / "data.yaml").write_text("a: 1")
+    (sandbox.notebook_dir / "gradebook.db").write_text("grades")
     sandbox.prepare()
     assert sorted(p.name for p in sandbox.dirs.work.iterdir()) == ["data.yaml"]
     assert sandbox.dirs.learner.is_dir() and sandbox.dirs.runtime.is_dir()

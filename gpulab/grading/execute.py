@@ -76,7 +76,7 @@ class HermeticExecute(Execute):
         cluster = supply_for(self.resources["nbgrader"]["assignment"], self.prestart).take()
         try:
             env = kernel_env(cluster)
-            notebook_dir = Path(self.resources.get("metadata", {}).get("path") or os.getcwd()).resolve()
+            notebook_dir = Path(self.resources["metadata"]["path"]).resolve()     # nbconvert sets it, always
             self._sandbox = Sandbox(sandboxing, SubmissionDirs(cluster.home), notebook_dir, self._hidden_paths())
             self._sandbox.prepare()
             with ClusterBridge(cluster.port) as self._bridge, self.setup_kernel(env=env):
@@ -108,7 +108,8 @@ class HermeticExecute(Execute):
                  Path.home()]
         db_url = self.resources["nbgrader"].get("db_url") or ""
         if db_url.startswith("sqlite:///"):
-            paths.append(Path(db_url[len("sqlite:///"):].split("?")[0]).parent)
+            gradebook = Path(db_url[len("sqlite:///"):].split("?")[0])
+            paths += [gradebook, gradebook.parent]
         return tuple(paths)
 
     def _run(self, cell: NotebookNode, index: int, cluster: SubmissionCluster) -> None:

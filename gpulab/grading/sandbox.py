@@ -165,10 +165,16 @@ class Sandbox:
     read_only: tuple[Path, ...] = field(default_factory=lambda: tuple(python_paths()))
 
     def prepare(self) -> None:
-        """Copy the notebook's folder (without notebooks: autograded ones carry hidden tests) into the work
-        directory; when grading as root, give the kernel's account its directories."""
+        """Copy the notebook's folder into the work directory, without notebooks (autograded ones carry hidden
+        tests) or anything hidden; when grading as root, give the kernel's account its directories."""
+        hidden = [Path(p).resolve() for p in self.hidden]
+
+        def left_out(folder: str, names: list[str]) -> set[str]:
+            return {name for name in names if name.endswith(".ipynb") or any(
+                h.is_relative_to(Path(folder, name).resolve()) for h in hidden)}
+
         shutil.rmtree(self.dirs.work, ignore_errors=True)
-        shutil.copytree(self.notebook_dir, self.dirs.work, ignore=shutil.ignore_patterns("*.ipynb"), symlinks=True)
+        shutil.copytree(self.notebook_dir, self.dirs.work, ignore=left_out, symlinks=True)
         for directory in (self.dirs.learner, self.dirs.runtime):
             directory.mkdir(parents=True, exist_ok=True)
         if self.launcher.as_root:
