@@ -15,10 +15,10 @@ Learner code can reach nothing but its own notebook and its own cluster:
   a read-only path is covered by an empty tmpfs.
 * **network**: a namespace of its own with only loopback; its cluster's address
   is relayed out by the grader (:mod:`.bridge`, :mod:`.sandbox_entry`).
-* **processes**: a PID namespace of its own. When the kernel ends (or is
-  killed, restarted, or its grading process dies: ``--die-with-parent``),
-  bwrap's PID 1 exits and the kernel kills every process left in it: detached
-  daemons and cluster servers started from the notebook included.
+* **processes**: a PID namespace of its own, whose PID 1 is the kernel. When
+  it ends (or is killed, restarted, or its grading process dies:
+  ``--die-with-parent``), Linux kills every process left in the namespace:
+  detached daemons and cluster servers started from the notebook included.
 * **identity**: grading as an ordinary user, a user namespace with no
   capabilities, which may not create further ones; grading as root, the
   kernel runs as an unprivileged account (``nobody`` by default), with no
@@ -66,8 +66,9 @@ class Launcher:
         return self.uid is not None
 
     def namespaces(self) -> list[str]:
+        # no --new-session: jupyter_client starts bwrap in a session of its own already, without a terminal
         common = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-                  "--die-with-parent", "--new-session"]
+                  "--die-with-parent"]
         if self.as_root:          # root's bwrap sets up the mounts, then the kernel drops to the account
             return common + ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
         return ["--unshare-user", "--disable-userns", *common]
@@ -186,11 +187,16 @@ class Sandbox:
         if self.launcher.as_root:
             os.chown(path, self.launcher.uid, self.launcher.gid)
 
-    def command(self, kernel_argv: list[str], port: int, bridge_fd: int) -> list[str]:
+    def command(self, kernel_argv: list[str], port: int, bridge_fd: int, info_fd: int | None = None) -> list[str]:
+        """bwrap running ``kernel_argv`` in the sandbox, after :mod:`.sandbox_entry` has opened ``port`` there and
+        sent it over ``bridge_fd``; bwrap reports the sandbox's PID 1 on ``info_fd`` when given."""
         launcher = self.launcher
-        # ipykernel watches the process named by JPY_PARENT_PID and exits when it is gone; inside, the kernel's
-        # parent is bwrap's PID 1, whose life is the sandbox's: 1 means "no parent to watch".
-        return [launcher.bwrap, *launcher.namespaces(), "--setenv", "JPY_PARENT_PID", "1", *self.mounts(),
+        info = ["--info-fd", str(info_fd)] if info_fd is not None else []
+        # --as-pid-1: the kernel is the sandbox's PID 1 and bwrap's own child (see .kernel); when it ends, so does
+        # every process in the sandbox. ipykernel exits when the process JPY_PARENT_PID names is gone; a PID 1 has
+        # no parent to watch, and JPY_PARENT_PID=1 says so.
+        return [launcher.bwrap, *launcher.namespaces(), "--as-pid-1", *info, "--setenv", "JPY_PARENT_PID", "1",
+                *self.mounts(),
                 "--chdir", str(self.notebook_dir), "--",
                 *launcher.identity(), sys.executable, "-m", ENTRY_MODULE, "--listen", str(port),
                 "--bridge-fd", str(bridge_fd), "--", *kernel_argv]
