@@ -10,7 +10,7 @@ submissions:
   shared embedded cluster started beforehand and not counted: no cluster is
   started or removed per submission and nothing is re-checked;
 * ``gpulab grade LAB --jobs 1``: the hermetic pipeline, a fresh cluster per
-  submission, the grader's own re-checks;
+  submission, the grader's own re-checks, each kernel in its sandbox;
 * ``gpulab grade LAB --jobs 2 --force``: the same, two at a time.
 
 The cost ratio is the --jobs 1 cost over the baseline's (both one submission

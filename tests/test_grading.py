@@ -17,9 +17,12 @@ import csv
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -166,8 +169,9 @@ def _student(case: str) -> str:
 
 CRASH = '''
 import os, signal
-os.kill(os.getppid(), signal.SIGKILL)   # the process running this kernel: the grader
+os.kill(os.getppid(), signal.SIGKILL)   # the process running this kernel: the grader, were it not sandboxed
 '''
+PAUSE = "import time\ntime.sleep(3)"    # long enough for the test to kill the grading process meanwhile
 
 
 @pytest.fixture(scope="module")
@@ -195,13 +199,37 @@ def plan(course):
         course.submit(_student(case), tamper(course.answered(partial), ids))
         expected[_student(case)] = course.points(partial)
     course.submit("crasher", _with_cells(course.answered(exercises), ids["setup"], [CRASH]))
+    expected["crasher"] = course.points(exercises)
+    course.submit("killed", _with_cells(course.answered(exercises), ids["setup"], [PAUSE]))
     return {"exercises": exercises, "partial": partial, "expected": expected}
+
+
+def _kill_the_grading_process_of(student: str, grading: subprocess.Popen) -> None:
+    """SIGKILL the grading process (the OOM killer, an operator) while it runs ``student``'s kernel: the parent of
+    the sandbox whose working directory is that submission's."""
+    marker = f"/autograded/{student}/".encode()
+    while grading.poll() is None:
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and marker in (entry / "cmdline").read_bytes():
+                    parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                    os.kill(parent, signal.SIGKILL)
+                    return
+            except (OSError, ValueError):
+                continue
+        time.sleep(0.02)
 
 
 @pytest.fixture(scope="module")
 def graded(course, plan):
-    proc = course.gpulab_grade("--jobs", "2")
-    return proc, course.scores()
+    grading = subprocess.Popen([course_tools.GPULAB, "grade", LAB, "--course-dir", str(course.root), "--no-progress",
+                                "--jobs", "2"], env=course.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    killer = threading.Thread(target=_kill_the_grading_process_of, args=("killed", grading), daemon=True)
+    killer.start()
+    stdout, stderr = grading.communicate(timeout=900)
+    killer.join(timeout=5)
+    return subprocess.CompletedProcess(grading.args, grading.returncode, stdout, stderr), course.scores()
 
 
 def test_solutions_score_full_marks(graded, plan):
@@ -231,13 +259,45 @@ def test_tampering_scores_what_honest_work_earns(graded, plan, case):
     assert scores[student][0] == plan["expected"][student]
 
 
-def test_a_crashing_submission_costs_no_other_its_grade(graded, plan):
+def test_a_submission_cannot_kill_its_grading_process(graded, plan):
+    _, scores = graded
+    assert scores["crasher"][0] == plan["expected"]["crasher"] > 0
+
+
+def test_a_grading_process_that_dies_costs_only_its_submission(graded, plan):
     proc, scores = graded
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    crasher = next(line for line in proc.stdout.splitlines() if line.startswith("crasher"))
-    assert " failed " in crasher and "the grading process died (killed by SIGKILL)" in crasher
+    killed = next(line for line in proc.stdout.splitlines() if line.startswith("killed"))
+    assert " failed " in killed and "the grading process died (killed by SIGKILL)" in killed
     for student, points in plan["expected"].items():
         assert scores[student][0] == points, student
+    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _mentions(p, b"/autograded/killed/")]
+
+
+def test_grading_refuses_at_once_where_kernels_cannot_be_sandboxed(graded, course, tmp_path):
+    """Grading as root with a kernel account that does not exist: one clear error, nothing graded."""
+    if os.geteuid() != 0:
+        pytest.skip("the kernels' account is a setting of grading as root")
+    copy = tmp_path / "course"
+    shutil.copytree(course.root.parent, copy, ignore=shutil.ignore_patterns("autograded", "feedback"))
+    root = copy / course.root.name
+    with open(root / "nbgrader_config.py", "a") as config:
+        config.write('\nc.HermeticExecute.sandbox_account = "gpulab-no-such-account"\n')
+    copied = course_tools.Course(root, LAB)
+    before = copied.scores()
+    proc = copied.gpulab_grade("--jobs", "2", "--force")
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1] == (
+        "error: grading as root runs learner kernels as the account 'gpulab-no-such-account', which does not "
+        "exist: create it, or set c.HermeticExecute.sandbox_account to an unprivileged account")
+    assert copied.scores() == before
+
+
+def _mentions(process: Path, text: bytes) -> bool:
+    try:
+        return text in (process / "cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def test_summary_table_lists_every_submission(graded, plan):
@@ -249,6 +309,9 @@ def test_summary_table_lists_every_submission(graded, plan):
     assert solved[:4] == ["solved", f"{total:g}", f"{total:g}", "graded"]
     assert lines[-1].startswith(f"{LAB}: {len(plan['expected'])} graded, 0 skipped, 1 failed in ")
     assert lines[-1].endswith("submissions/min with --jobs 2)")
+    if FIXTURE:
+        looper = next(line for line in lines if line.startswith("looper "))
+        assert looper.split()[3:] == ["graded", looper.split()[4], "2", "cells", "timed", "out"], looper
 
 
 def test_warnings_never_cost_points(graded, course):
@@ -266,8 +329,10 @@ def test_warnings_never_cost_points(graded, course):
 def test_rerun_skips_graded_submissions_and_keeps_grades(graded, course):
     _, before = graded
     proc = course.gpulab_grade("--jobs", "2")
-    assert f"{LAB}: 0 graded, {len(before) - 1} skipped, 1 failed" in proc.stdout   # the crasher is retried
-    assert course.scores() == before
+    assert f"{LAB}: 1 graded, {len(before) - 1} skipped, 0 failed" in proc.stdout   # the killed one is retried
+    after = course.scores()
+    assert after.pop("killed")[0] == course.points(course.exercises())
+    assert after == {student: score for student, score in before.items() if student != "killed"}
 
 
 def test_regrading_with_nbgrader_autograde_gives_the_same_grade(graded, course):

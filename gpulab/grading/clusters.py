@@ -17,7 +17,9 @@ labelled: seconds of the cluster's work) is built once per grading process as a
 stopped *template* cluster; each submission's cluster is a copy of its state,
 given a PKI (CA, serving certificate, bearer token) and a port of its own, and
 resumed, as ``gpulab cluster up`` resumes a stopped cluster. So clusters share
-nothing: a submission that learns its token cannot reach another's cluster.
+nothing: no two have a key, token or port in common, and a submission's kernel,
+which its sandbox (:mod:`.sandbox`) confines to its own cluster's address, sees
+no other cluster's files.
 :class:`ClusterSupply` also hides the start behind the previous notebook: with
 ``prestart`` it starts the next cluster in a background thread as soon as one
 is taken. Clusters are removed by stopping the recorded server process and
@@ -36,6 +38,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -65,6 +68,11 @@ class SubmissionCluster:
     @property
     def directory(self) -> Path:
         return self.home / "clusters" / CLUSTER_NAME
+
+    @property
+    def port(self) -> int:
+        """The port the cluster's server listens on, on the host's loopback."""
+        return urlsplit(self.kubeconfig["clusters"][0]["cluster"]["server"]).port
 
     def api_client(self):
         """The grader's own client: the credentials read when the cluster started, not the file the kernel sees."""

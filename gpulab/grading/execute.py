@@ -6,6 +6,10 @@ What differs from ``nbgrader.preprocessors.Execute`` (nbclient's ``NotebookClien
   copy of the kubeconfig (``GPULAB_CLUSTER=kubeconfig``, a private
   ``GPULAB_HOME`` and kubectl cache), so the notebook re-executes from the top on
   a cluster only it has touched;
+* the kernel, and everything it starts, runs in the submission's sandbox
+  (:mod:`.sandbox`, :mod:`.kernel`): it sees its notebook's files, its own
+  home and the installed packages (read-only), reaches only its own cluster,
+  and every process it started ends with it;
 * right after each test cell, before the next cell can change the cluster, the
   grader re-runs the cell's checks itself (:mod:`.recheck`) and keeps its
   verdict in ``resources["gpulab"]["verdicts"]`` for scoring
@@ -34,9 +38,13 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, List, Unicode, default
 
+from .bridge import ClusterBridge
 from .cells import check_calls, is_graded
-from .clusters import SubmissionCluster, supply_for
+from .clusters import BASE_DIR_ENV, SubmissionCluster, base_directory, supply_for
+from .forkserver import SOCKET_ENV
+from .kernel import SandboxedKernelManager
 from .recheck import ANSWER_EXPRESSION, UnreadableAnswer, judge, known_checks, parse_answer
+from .sandbox import DEFAULT_ACCOUNT, Sandbox, SubmissionDirs, launcher
 from .sanitize import GRADER_KEY
 
 DISAGREEMENT = "GraderCheckFailed"
@@ -48,6 +56,9 @@ class HermeticExecute(Execute):
         "loaded into the grader once, never from a submission")).tag(config=True)
     prestart = Bool(False, help="Start the next notebook's cluster while this one runs").tag(config=True)
     recheck_timeout = Integer(30, help="Seconds the grader's own checks of one test cell may take").tag(config=True)
+    sandbox_account = Unicode(DEFAULT_ACCOUNT, help=(
+        "The unprivileged account learner kernels run as when grading as root (as an ordinary user, kernels "
+        "keep the grader's identity inside a user namespace)")).tag(config=True)
 
     @default("shutdown_kernel")
     def _kill_kernel_when_done(self) -> str:
@@ -60,9 +71,15 @@ class HermeticExecute(Execute):
         self._known = load_check_files(self.check_modules)
         self._verdicts = self.resources.setdefault("gpulab", {}).setdefault("verdicts", {})
         self._replayable: list[str] = []
+        self._timed_out: list[int] = []
+        sandboxing = launcher(self.sandbox_account)          # SandboxUnavailable before any cluster starts
         cluster = supply_for(self.resources["nbgrader"]["assignment"], self.prestart).take()
         try:
-            with self.setup_kernel(env=kernel_env(cluster)):
+            env = kernel_env(cluster)
+            notebook_dir = Path(self.resources["metadata"]["path"]).resolve()     # nbconvert sets it, always
+            self._sandbox = Sandbox(sandboxing, SubmissionDirs(cluster.home), notebook_dir, self._hidden_paths())
+            self._sandbox.prepare()
+            with ClusterBridge(cluster.port) as self._bridge, self.setup_kernel(env=env):
                 info = self.wait_for_reply(self.kc.kernel_info())
                 self.nb.metadata["language_info"] = info["content"]["language_info"]
                 for index, cell in enumerate(self.nb.cells):
@@ -70,7 +87,30 @@ class HermeticExecute(Execute):
             self.set_widgets_metadata()
         finally:
             cluster.remove()
+        self.nb.metadata[GRADER_KEY] = {"timed_out_cells": self._timed_out}   # for gpulab grade's table
         return self.nb, self.resources
+
+    def create_kernel_manager(self) -> SandboxedKernelManager:
+        """nbclient's kernel manager for the notebook's kernel, launched in the submission's sandbox."""
+        if not self.kernel_name:
+            self.kernel_name = self.nb.metadata.get("kernelspec", {}).get("name") or ""
+        self.km = SandboxedKernelManager(self._sandbox, self._bridge, kernel_name=self.kernel_name,
+                                         config=self.config)
+        return self.km
+
+    def _hidden_paths(self) -> tuple[Path, ...]:
+        """What the sandbox must never show, wherever it lies: the course directory (gradebook, submissions),
+        the instructor's source notebooks, the grading clusters and the grader's home."""
+        from nbgrader.coursedir import CourseDirectory
+
+        coursedir = CourseDirectory(config=self.config)
+        paths = [Path(coursedir.root), Path(coursedir.root) / coursedir.source_directory, base_directory(),
+                 Path.home()]
+        db_url = self.resources["nbgrader"].get("db_url") or ""
+        if db_url.startswith("sqlite:///"):
+            gradebook = Path(db_url[len("sqlite:///"):].split("?")[0])
+            paths += [gradebook, gradebook.parent]
+        return tuple(paths)
 
     def _run(self, cell: NotebookNode, index: int, cluster: SubmissionCluster) -> None:
         if cell.cell_type != "code":
@@ -83,11 +123,15 @@ class HermeticExecute(Execute):
             cell.outputs.append(_error(type(exc).__name__, f"{reason}; it was restarted and the earlier cells "
                                                           "re-run before grading went on"))
             self.log.warning("Cell %d: %s; restarting the kernel", index, reason)
+            if isinstance(exc, CellTimeoutError):
+                self._timed_out.append(index)
             self._restart()
         else:
             timed_out = any(o.output_type == "error" and o.get("ename") == self.error_on_timeout["ename"]
                             for o in cell.outputs)
-            if not timed_out and not is_graded(cell):
+            if timed_out:
+                self._timed_out.append(index)
+            elif not is_graded(cell):
                 self._replayable.append(cell.source)
         if is_graded(cell):
             self._recheck(cell, cluster)
@@ -147,13 +191,19 @@ class HermeticExecute(Execute):
     _restart = run_sync(_async_restart)
 
 
+# What the kernel inherits of the grader's environment: locale, time zone, Python's own settings and the course's
+# GPULAB_* options; nothing that names the grader's files (HOME, TMPDIR, XDG_*, the grading clusters, Jupyter's).
+INHERITED_PREFIXES = ("LANG", "LC_", "TZ", "PYTHON", "GPULAB_")
+GRADER_ONLY = frozenset({"GPULAB_CLUSTER_NAME", "GPULAB_HOME", SOCKET_ENV, BASE_DIR_ENV})
+
+
 def kernel_env(cluster: SubmissionCluster) -> dict[str, str]:
     """The learner kernel's environment: its cluster through a kubeconfig, private homes, nothing of the grader's."""
     learner = cluster.home / "learner"
-    env = {k: v for k, v in os.environ.items() if k not in ("GPULAB_CLUSTER_NAME", "KUBECONFIG", "GPULAB_HOME")}
-    env.update(GPULAB_CLUSTER="kubeconfig", KUBECONFIG=str(cluster.learner_kubeconfig()),
+    env = {k: v for k, v in os.environ.items() if k.startswith(INHERITED_PREFIXES) and k not in GRADER_ONLY}
+    env.update(GPULAB_CLUSTER="kubeconfig", KUBECONFIG=str(cluster.learner_kubeconfig()), HOME=str(learner),
                GPULAB_HOME=str(learner), KUBECACHEDIR=str(learner / "kubecache"), NBGRADER_EXECUTION="autograde",
-               PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]))
+               TMPDIR="/tmp", PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
     return env
 
 

@@ -40,6 +40,7 @@ class Outcome:
     detail: str = ""
     score: float | None = None
     max_score: float | None = None
+    timed_out: int = 0          # cells stopped after Execute.timeout (graded all the same, as far as they got)
 
 
 @dataclass
@@ -161,9 +162,11 @@ def grade(course_dir: Path, lab: str, *, jobs: int = 2, force: bool = False, pro
                 line = worker.process.stdout.readline()
                 if line:
                     answer = json.loads(line)
+                    if "fatal" in answer:
+                        raise GradingError(answer["fatal"])
                     status = "failed" if not answer["success"] else "skipped" if answer["skipped"] else "graded"
                     outcomes[answer["student"]] = Outcome(answer["student"], status, answer["seconds"],
-                                                          answer["error"])
+                                                          answer["error"], timed_out=answer["timed_out"])
                     worker.student = None
                     if queue:
                         worker.give(queue.popleft())
@@ -218,9 +221,12 @@ def summary(report: Report) -> str:
     """The table ``gpulab grade`` prints: one row per submission, then the totals."""
     rows = [("student", "score", "max", "status", "time", "detail")]
     for o in report.outcomes:
+        detail = [o.detail.replace("\n", " | ")] if o.detail else []
+        if o.timed_out:
+            detail.insert(0, f"{o.timed_out} cell{'s' if o.timed_out > 1 else ''} timed out")
         rows.append((o.student, "-" if o.score is None else f"{o.score:g}",
                      "-" if o.max_score is None else f"{o.max_score:g}", o.status, f"{o.seconds:.1f}s",
-                     o.detail.replace("\n", " | ")))
+                     "; ".join(detail)))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = ["  ".join([r[0].ljust(widths[0]), r[1].rjust(widths[1]), r[2].rjust(widths[2]),
                         r[3].ljust(widths[3]), r[4].rjust(widths[4]), r[5]]).rstrip() for r in rows]

@@ -21,8 +21,8 @@ gradebook. It leaves four holes a learner can use, which this subclass closes
   is anything else; here a missing test cell goes back after the nearest
   preceding instructor cell that is present, with nbgrader's own notice.
 
-The grader's own cell metadata key (``gpulab``) is dropped from every cell: only
-the grader writes it, after the notebook ran.
+The grader's own metadata key (``gpulab``) is dropped from the notebook and every
+cell: only the grader writes it, after the notebook ran.
 """
 from __future__ import annotations
 
@@ -48,6 +48,7 @@ class RestoreGradedCells(OverwriteCells):
             solutions = {cell.name for cell in source_nb.solution_cells}
             tasks = {cell.name for cell in source_nb.task_cells}
         known = {name for name, *_ in sources}
+        nb.metadata.pop(GRADER_KEY, None)
         for cell in nb.cells:
             cell.metadata.pop(GRADER_KEY, None)
             self._restore_flags(cell, known, points, solutions, tasks)

@@ -4,10 +4,12 @@ It reads student ids on stdin, one per line, runs nbgrader's own autograde
 for each (``NbGraderAPI.autograde``, what the formgrader calls, configured from
 the course's ``nbgrader_config.py`` exactly as ``nbgrader autograde`` is) and
 answers one JSON line per student. nbgrader is imported once per process, and
-the next submission's cluster starts while this one runs.
+the next submission's cluster starts while this one runs. Where learner
+kernels cannot be sandboxed, it answers one ``fatal`` line and ends.
 
-Learner code runs in kernels this process starts, so a submission can kill
-it; the driver (:mod:`.parallel`) then charges that submission alone. The
+Learner code runs in sandboxed kernels this process starts, which cannot
+reach it; should it die all the same (out of memory, killed by an operator),
+the driver (:mod:`.parallel`) charges the submission it was grading alone. The
 answers go to a private copy of stdout, so nothing nbgrader or a library
 prints can corrupt them.
 """
@@ -18,6 +20,8 @@ import os
 import sys
 import time
 from pathlib import Path
+
+from .sandbox import SandboxUnavailable, launcher
 
 # gradebook.db is shared by the grading processes: wait for SQLite's write lock instead of failing after 5 s.
 DB_LOCK_TIMEOUT_S = 300
@@ -42,6 +46,11 @@ def main(argv: list[str]) -> int:
     sys.stdout = sys.stderr
     api = autograder(course_dir)
     try:
+        sandbox_ready(api)
+    except SandboxUnavailable as exc:          # nothing can be graded here: say so once, not per submission
+        answers.write(json.dumps({"fatal": str(exc)}) + "\n")
+        return 1
+    try:
         for line in sys.stdin:
             student = line.strip()
             if not student:
@@ -49,18 +58,40 @@ def main(argv: list[str]) -> int:
             start = time.monotonic()
             result = api.autograde(lab, student, force=force, create=True)
             log = result.get("log") or ""
+            skipped = "Skipping existing assignment" in log
             answers.write(json.dumps({
                 "student": student,
                 "success": bool(result["success"]),
-                "skipped": "Skipping existing assignment" in log,
+                "skipped": skipped,
                 "error": "" if result["success"] else _error_summary(log, result.get("error") or ""),
                 "seconds": round(time.monotonic() - start, 3),
+                "timed_out": 0 if skipped or not result["success"] else timed_out_cells(api, lab, student),
             }) + "\n")
     finally:
         from .clusters import close_supplies
 
         close_supplies()
     return 0
+
+
+def sandbox_ready(api) -> None:
+    """Raise :class:`SandboxUnavailable` unless learner kernels can be sandboxed as the course configures."""
+    from .execute import HermeticExecute
+
+    launcher(HermeticExecute(config=api.config).sandbox_account)
+
+
+def timed_out_cells(api, lab: str, student: str) -> int:
+    """How many cells of the student's autograded notebooks ran past ``Execute.timeout`` (the grader noted them)."""
+    import nbformat
+
+    from .sanitize import GRADER_KEY
+
+    directory = Path(api.coursedir.format_path(api.coursedir.autograded_directory, student, lab))
+    count = 0
+    for path in directory.glob("*.ipynb"):
+        count += len(nbformat.read(path, 4).metadata.get(GRADER_KEY, {}).get("timed_out_cells", []))
+    return count
 
 
 def _error_summary(log: str, error: str, count: int = 3) -> str:
