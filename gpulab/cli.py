@@ -32,6 +32,12 @@ def _cluster(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_cluster)
 
 
+def _without_gpu_stack(state_dir) -> None:
+    from .gpustack.addon import set_enabled
+
+    set_enabled(state_dir, False)
+
+
 def _run_cluster(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -40,18 +46,16 @@ def _run_cluster(args: argparse.Namespace) -> int:
 
     try:
         if args.action == "up":
-            server_module = "gpulab.embedded"
-            if args.no_gpu_stack:
-                from .gpustack.addon import set_enabled
+            from . import embedded
 
-                if (lifecycle.cluster_dir(args.name) / "cluster.json").exists():
-                    set_enabled(lifecycle.cluster_dir(args.name), False)
-                else:
-                    server_module = "gpulab.cluster.serve"   # a new cluster: no add-on until it is recorded
-            path = lifecycle.up(args.name, topology=Path(args.topology) if args.topology else None,
-                                merge=args.merge, port=args.port, server_module=server_module)
-            if args.no_gpu_stack and server_module != "gpulab.embedded":
-                set_enabled(lifecycle.cluster_dir(args.name), False)
+            recorded = (lifecycle.cluster_dir(args.name) / "cluster.json").exists()
+            if args.no_gpu_stack and recorded:
+                _without_gpu_stack(lifecycle.cluster_dir(args.name))
+            path = embedded.up(args.name, topology=Path(args.topology) if args.topology else None,
+                               merge=args.merge, port=args.port)
+            if args.no_gpu_stack and not recorded:
+                # A new cluster's add-on reads the flag only when the ClusterPolicy CRD appears, after this.
+                _without_gpu_stack(lifecycle.cluster_dir(args.name))
             print(f"cluster {args.name!r} is running")
             if args.merge:
                 print(f"context gpulab-{args.name} added to your kubeconfig and made current")

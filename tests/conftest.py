@@ -69,13 +69,13 @@ def wait_for(check, timeout: float = 90, interval: float = 0.5, what: str = "con
 
 
 def start_cluster(tmp: Path, *, topology: Path | None = None, name: str = "gpulab") -> Cluster:
-    from gpulab.cluster import lifecycle
+    from gpulab import embedded
 
     home = tmp / f"home-{uuid.uuid4().hex[:6]}"
     old = os.environ.get("GPULAB_HOME")
     os.environ["GPULAB_HOME"] = str(home)
     try:
-        kubeconfig = lifecycle.up(name, topology=topology, server_module="gpulab.embedded")
+        kubeconfig = embedded.up(name, topology=topology)
     finally:
         if old is None:
             os.environ.pop("GPULAB_HOME", None)

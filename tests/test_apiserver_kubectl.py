@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .conftest import KUBECTL
+from .conftest import KUBECTL, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 INFER_WORKER = (ROOT / "course" / "manifests" / "infer-worker.yaml").read_text()
@@ -69,8 +69,12 @@ def test_gpus_are_invisible_until_the_stack_is_installed(kubectl):
 
 
 def test_control_plane_is_tainted(kubectl):
-    taints = json.loads(kubectl("get", "node", "gpulab-control-plane", "-o", "jsonpath={.spec.taints}").stdout)
-    assert taints == [{"effect": "NoSchedule", "key": "node-role.kubernetes.io/control-plane"}]
+    """Once its kubelet reports Ready (a new node is NotReady, and so tainted not-ready, for its first moments)."""
+    control_plane = [{"effect": "NoSchedule", "key": "node-role.kubernetes.io/control-plane"}]
+
+    def taints():
+        return json.loads(kubectl("get", "node", "gpulab-control-plane", "-o", "jsonpath={.spec.taints}").stdout)
+    wait_for(lambda: taints() == control_plane, timeout=30, what="only the control-plane taint")
 
 
 def test_apply_created_unchanged_configured(kubectl):

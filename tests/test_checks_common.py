@@ -34,13 +34,13 @@ H100, A100 = "gpulab-worker2", "gpulab-worker3"
 
 def start_plain_cluster(tmp: Path) -> Cluster:
     """An embedded cluster without the GPU stack add-on, in its own GPULAB_HOME (as conftest.start_cluster)."""
-    from gpulab.cluster import lifecycle
+    from gpulab import embedded
 
     home = tmp / f"home-{uuid.uuid4().hex[:6]}"
     old = os.environ.get("GPULAB_HOME")
     os.environ["GPULAB_HOME"] = str(home)
     try:
-        kubeconfig = lifecycle.up("gpulab", server_module="gpulab.cluster.serve")
+        kubeconfig = embedded.up("gpulab", server_module="gpulab.cluster.serve")
     finally:
         if old is None:
             os.environ.pop("GPULAB_HOME", None)

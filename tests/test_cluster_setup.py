@@ -1,7 +1,8 @@
 """Every YAML file in cluster-setup/ loads where it is meant to go, checked against that place's upstream schema.
 
 Kubernetes objects: the v1.37 OpenAPI schemas in strict mode (kubernetes-validate).
-kind configs: kind's v1alpha4 types and validation (``gpulab.setup.kindconfig``).
+kind configs (``gpulab kind up`` writes one from the default topology): kind's v1alpha4 types and validation
+(``gpulab.setup.kindconfig``).
 gpu-operator Helm values: the chart's values.yaml keys (``gpulab.gpustack.chart``).
 Zero to JupyterHub values: the chart's values schema (transcribed subset, see its ``$comment``).
 Payloads inside ConfigMaps: the device plugin and mig-parted parsers of the GPU stack emulation.
@@ -16,7 +17,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from gpulab.cluster.topology import default_topology
+from gpulab.contract import GPU_COUNT_ANNOTATION, GPU_MODEL_ANNOTATION
+from gpulab.embedded import TOPOLOGY
 from gpulab.gpustack import chart, hardware, mig, sharing
 from gpulab.setup import kind, kindconfig
 
@@ -59,7 +61,7 @@ def test_every_yaml_file_has_a_validator():
     for relative in YAML_FILES:
         docs = documents(relative)
         known = (relative in GPU_OPERATOR_VALUES | Z2JH_VALUES | GPU_MAPPINGS
-                 or (docs and all(is_kind_config(d) or is_kubernetes_object(d) for d in docs)))
+                 or (docs and all(is_kubernetes_object(d) for d in docs)))
         assert known, f"{relative}: no validator covers this file"
 
 
@@ -71,12 +73,6 @@ def test_kubernetes_objects_validate_strictly_against_v1_36(relative):
             kubernetes_validate.validate(doc, "1.37", strict=True)
         except kubernetes_validate.ValidationError as err:
             pytest.fail(f"{relative}: {doc['kind']} {doc['metadata'].get('name')}: {err.message}")
-
-
-@pytest.mark.parametrize("relative", [f for f in YAML_FILES if any(is_kind_config(d) for d in documents(f))])
-def test_kind_configs_load_as_kind_loads_them(relative):
-    cluster = kindconfig.load((SETUP / relative).read_text())
-    assert cluster["apiVersion"] == "kind.x-k8s.io/v1alpha4"
 
 
 def test_gpu_operator_values_use_only_chart_keys_and_pin_the_components():
@@ -137,8 +133,8 @@ def test_mig_layouts_fit_the_gpu_they_are_written_for(layout, model):
 
 
 def test_kind_config_is_the_embedded_default_topology():
-    cluster = kindconfig.load((SETUP / "kind" / "kind-config.yaml").read_text())
     gpus = kind.load_simulated_gpus(SETUP / "kind" / "simulated-gpus.yaml")
+    cluster = kindconfig.load(yaml.safe_dump(kind.default_config("gpulab", gpus)))
 
     def hardware_of(node: dict):
         key = (node.get("labels") or {}).get(kind.SIMULATED_GPU_LABEL)
@@ -148,8 +144,9 @@ def test_kind_config_is_the_embedded_default_topology():
     workers = [n for n in cluster["nodes"] if n.get("role") == "worker"]
     kind_nodes = [(f"{cluster['name']}-control-plane", hardware_of(control[0]))] + [
         (f"{cluster['name']}-worker{i + 1 if i else ''}", hardware_of(w)) for i, w in enumerate(workers)]
-    embedded = [(s.name, (s.gpu_model, s.gpu_count) if s.gpu_model else None) for s in default_topology("gpulab")]
-    assert len(control) == 1 and kind_nodes == embedded
+    embedded = [(s.name, (s.annotations[GPU_MODEL_ANNOTATION], int(s.annotations[GPU_COUNT_ANNOTATION]))
+                 if GPU_MODEL_ANNOTATION in s.annotations else None) for s in TOPOLOGY.nodes(None, "gpulab")]
+    assert len(control) == 1 and len(workers) == 3 and kind_nodes == embedded
 
 
 def test_probe_pod_requests_one_time_sliced_gpu():

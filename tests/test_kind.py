@@ -4,7 +4,7 @@ There is no Docker here. The first tests run ``gpulab kind up`` with PATHs that
 lack kind, lack docker, or hold a docker whose ``docker info`` fails (a stand-in
 script, and the real CLI when this machine has one without an engine). The last
 test replaces the kind binary by a script whose ``create cluster`` hands over the
-kubeconfig of an embedded cluster built from ``cluster-setup/kind/kind-config.yaml``
+kubeconfig of an embedded cluster built from the kind config ``gpulab kind up`` writes
 (same node names and labels, no GPU annotations, no in-process GPU stack): then
 ``gpulab kind up`` annotates its nodes and starts ``gpulab gpustack run
 --kubeconfig K``, and that separate process drives the cluster, reached only
@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from gpulab.cluster import lifecycle
+from gpulab.setup import kind, kindconfig
 
 from .conftest import KUBECTL, ROOT, VENV_BIN, wait_for
 
@@ -119,7 +120,7 @@ def test_kind_up_refuses_a_config_kind_would_refuse(bin_dir, tmp_path):
 
 def standin_topology(path: Path) -> Path:
     """The kind config's nodes as an embedded-cluster topology: same names and labels, no GPU annotations."""
-    cluster = yaml.safe_load((ROOT / "cluster-setup" / "kind" / "kind-config.yaml").read_text())
+    cluster = kind.default_config("gpulab", kind.load_simulated_gpus())
     nodes, workers = [], 0
     for node in cluster["nodes"]:
         if node.get("role", "control-plane") == "control-plane":
@@ -169,7 +170,8 @@ def test_kind_up_annotates_gpu_nodes_and_the_emulation_drives_the_cluster_by_kub
         assert lines[:2] == ["node/gpulab-worker2 annotated: 8x NVIDIA H100 80GB HBM3",
                              "node/gpulab-worker3 annotated: 4x NVIDIA A100-SXM4-40GB"]
         assert lines[-1] == str(kubeconfig)
-        config = ROOT / "cluster-setup" / "kind" / "kind-config.yaml"
+        config = home / "kind" / "gpulab" / "kind-config.yaml"
+        assert kindconfig.load(config.read_text()) == kind.default_config("gpulab", kind.load_simulated_gpus())
         assert calls.read_text().splitlines() == [
             "get clusters", f"create cluster --name gpulab --config {config} --kubeconfig {kubeconfig} --wait 2m"]
         notes = node("gpulab-worker2")["metadata"]["annotations"]

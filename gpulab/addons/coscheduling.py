@@ -26,7 +26,6 @@ course environment, and the chart is a handful of static objects.
 from __future__ import annotations
 
 import argparse
-import os
 import string
 import sys
 import time
@@ -165,22 +164,15 @@ def extend_install(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=dispatch)
 
 
-def _kubeconfig(explicit: str | None) -> str | None:
-    """--kubeconfig, else $KUBECONFIG or ~/.kube/config (the client's default), else the embedded cluster's."""
-    if explicit or os.environ.get("KUBECONFIG") or (Path.home() / ".kube" / "config").exists():
-        return explicit
-    embedded = Path(os.environ.get("GPULAB_HOME") or Path.home() / ".gpulab") / "clusters" / "gpulab" / "kubeconfig"
-    return str(embedded) if embedded.exists() else None
-
-
 def run_install(args: argparse.Namespace, namespace: str, release: str = RELEASE) -> int:
     from datetime import datetime
 
     from kubernetes import config
 
     from ..gpustack.install import Release, summary
+    from ..kubeclient import resolve_kubeconfig
 
-    api_client = config.new_client_from_config(config_file=_kubeconfig(getattr(args, "kubeconfig", None)),
+    api_client = config.new_client_from_config(config_file=resolve_kubeconfig(getattr(args, "kubeconfig", None)),
                                                context=getattr(args, "context", None), persist_config=False)
     try:
         install(api_client, namespace=namespace, wait=getattr(args, "wait", False),

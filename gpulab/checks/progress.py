@@ -13,11 +13,12 @@ import os
 import time
 from pathlib import Path
 
+from ..contract import home
 from .result import Result
 
 
 def path() -> Path:
-    return Path(os.environ.get("GPULAB_HOME") or Path.home() / ".gpulab") / "progress.json"
+    return home() / "progress.json"
 
 
 def load() -> dict[str, dict]:

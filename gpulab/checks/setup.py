@@ -1,8 +1,6 @@
 """Module 00: the notebook reaches a cluster."""
 from __future__ import annotations
 
-import json
-
 from .gpus import name
 from .registry import check
 from .result import Result, failed, passed
@@ -10,9 +8,7 @@ from .result import Result, failed, passed
 
 @check("setup.connected", "the notebook talks to a Kubernetes cluster")
 def connected(cluster) -> Result:
-    from kubernetes import client
-
-    version = json.loads(client.VersionApi(cluster.api_client).get_code(_preload_content=False).data)
+    version = cluster.version()
     nodes = cluster.nodes()
     if not nodes:
         return failed(f"the API server at {cluster.api_client.configuration.host} answers, but the cluster has no "

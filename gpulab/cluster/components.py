@@ -20,6 +20,7 @@ from .controllers.serviceaccount import ServiceAccountController
 from .controllers.taint_eviction import TaintEvictionController
 from .controllers.ttlafterfinished import TTLAfterFinishedController
 from .kubelet import Kubelet
+from .kubelet.images import load_catalog
 from .scheduler import Scheduler
 
 
@@ -38,5 +39,5 @@ def build(api, config) -> list:
         TaintEvictionController(api),
         PodGCController(api),
         Scheduler(api),
-        Kubelet(api),
+        Kubelet(api, catalog=load_catalog(*config.images())),
     ]

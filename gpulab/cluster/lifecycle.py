@@ -28,8 +28,13 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..contract import cluster_dir, home, kubeconfig_path
 from .privatefiles import open_private_append, private_dir, write_private
+
+if TYPE_CHECKING:
+    from .topology import TopologyFormat
 
 DEFAULT_NAME = "gpulab"
 READY_TIMEOUT = 60.0
@@ -37,18 +42,6 @@ READY_TIMEOUT = 60.0
 
 class ClusterError(RuntimeError):
     """A lifecycle failure whose message tells the user what to do."""
-
-
-def home() -> Path:
-    return Path(os.environ.get("GPULAB_HOME") or Path.home() / ".gpulab")
-
-
-def cluster_dir(name: str) -> Path:
-    return home() / "clusters" / name
-
-
-def kubeconfig_path(name: str) -> Path:
-    return cluster_dir(name) / "kubeconfig"
 
 
 def _pid(name: str) -> int | None:
@@ -167,14 +160,16 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 
 def up(name: str = DEFAULT_NAME, *, topology: Path | None = None, merge: bool = False, port: int | None = None,
-       server_module: str = "gpulab.cluster.serve") -> Path:
-    """Start (or resume) the cluster; return the kubeconfig path once the API answers. While another ``up``
-    starts it, wait for that one and report the cluster it started."""
+       server_module: str = "gpulab.cluster.serve", topology_format: TopologyFormat | None = None) -> Path:
+    """Start (or resume) the cluster; return the kubeconfig path once the API answers. A new cluster's nodes come
+    from ``topology``, read with the composition's ``topology_format`` (its node fields, its default file). While
+    another ``up`` starts it, wait for that one and report the cluster it started."""
     with _locked(name):
-        return _up(name, topology, merge, port, server_module)
+        return _up(name, topology, merge, port, server_module, topology_format)
 
 
-def _up(name: str, topology: Path | None, merge: bool, port: int | None, server_module: str) -> Path:
+def _up(name: str, topology: Path | None, merge: bool, port: int | None, server_module: str,
+        topology_format: TopologyFormat | None) -> Path:
     directory = cluster_dir(name)
     meta_file = directory / "cluster.json"
     if is_running(name):
@@ -198,9 +193,9 @@ def _up(name: str, topology: Path | None, merge: bool, port: int | None, server_
             meta["port"] = port
             write_private(meta_file, json.dumps(meta, indent=1))
     else:
-        from .topology import check_nodes, default_topology, load_topology
+        from .topology import PLAIN, check_nodes
 
-        nodes = load_topology(topology, name) if topology else default_topology(name)
+        nodes = (topology_format or PLAIN).nodes(topology, name)
         check_nodes(nodes)
         private_dir(directory)
         meta = {"name": name, "port": port or free_port(), "nodes": [asdict(n) for n in nodes]}

@@ -385,7 +385,7 @@ def _discovery_route(group: str, version: str) -> Route:
 # --- custom resources -------------------------------------------------------
 
 def crd_definition_name(group: str, version: str, kind: str) -> str:
-    """openapi.friendlyName("<group>/<version>.<kind>"): the group reversed, e.g. com.nvidia.v1.ClusterPolicy."""
+    """openapi.friendlyName("<group>/<version>.<kind>"): the group reversed, e.g. com.example.v1.Widget."""
     return ".".join(reversed(group.split("."))) + f".{version}.{kind}"
 
 

@@ -46,6 +46,7 @@ class RuntimeConfig:
     port: int
     pki: ClusterPKI
     nodes: list[NodeSpec] = field(default_factory=list)
+    images: Callable[[], tuple] = tuple   # -> kubelet.images.CatalogSource: what the composition adds to its nodes
 
 
 def _return_freed_memory() -> None:

@@ -15,6 +15,7 @@ import os
 import resource
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -40,7 +41,7 @@ def _report(fd: int | None, message: str) -> None:
 
 def load_config(state_dir: Path) -> RuntimeConfig:
     meta = json.loads((state_dir / "cluster.json").read_text())
-    nodes = [NodeSpec(**n) for n in meta.get("nodes", [])]
+    nodes = [NodeSpec.from_record(n) for n in meta.get("nodes", [])]
     return RuntimeConfig(state_dir=state_dir, cluster_name=meta["name"], port=int(meta["port"]),
                          pki=ensure_pki(state_dir / "pki"), nodes=nodes)
 
@@ -82,7 +83,9 @@ def _raise_descriptor_limit() -> None:
             pass
 
 
-def main(argv: list[str] | None = None, addons: list[Addon] | None = None) -> int:
+def main(argv: list[str] | None = None, addons: list[Addon] | None = None, images: Callable[[], tuple] = tuple) -> int:
+    """The server; ``addons`` run once it serves; ``images()`` (kubelet.images.CatalogSource documents, asked for
+    when the node agent starts, after the API answers) join the node agent's catalog."""
     parser = argparse.ArgumentParser(prog="gpulab-cluster-server")
     parser.add_argument("--dir", required=True, type=Path)
     parser.add_argument("--ready-fd", type=int)
@@ -93,7 +96,7 @@ def main(argv: list[str] | None = None, addons: list[Addon] | None = None) -> in
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     lograte.install()
     try:
-        config = load_config(args.dir)
+        config = replace(load_config(args.dir), images=images)
         asyncio.run(_serve(config, args.ready_fd, addons or []))
     except CorruptStateError as exc:
         _report(args.ready_fd, f"CORRUPT {exc}")

@@ -1,38 +1,37 @@
-"""Which nodes an embedded cluster has: the default topology and topology files.
+"""Which nodes an embedded cluster has: topology files and the Node objects they register.
 
 A topology file is YAML::
 
     nodes:
     - name: gpu-{i}          # {i} counts from 1 when replicas > 1; {cluster} is the cluster name
       replicas: 1000
+      role: worker           # or control-plane
       cpu: "96"
       memory: 1Ti
+      ephemeralStorage: 100Gi
       maxPods: 110
-      gpu: {model: NVIDIA H100 80GB HBM3, count: 8}
-      labels: {pool: h100}
-      taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+      labels: {pool: big}
+      annotations: {example.com/rack: r12}
+      taints: [{key: example.com/gpu, value: "true", effect: NoSchedule}]
 
 Node names follow kind's (``NAME-control-plane``, ``NAME-worker``,
-``NAME-worker2``...). The GPU hardware is recorded only as the
-``gpulab.dev/gpu-model`` and ``gpulab.dev/gpu-count`` annotations: the
-cluster itself knows nothing of GPUs; they appear in the API (labels and
-``nvidia.com/gpu`` capacity) only once the GPU stack is installed, as on a real
-cluster where the device plugin advertises them. kind nodes carry the same
-annotations (cluster-setup/kind), so the GPU stack reads hardware one way.
+``NAME-worker2``...). The cluster knows a node by its capacity, labels,
+annotations and taints only. Whoever composes the cluster may add node fields
+that stand for annotations, and a default file (:class:`TopologyFormat`):
+gpulab's own composition (``gpulab/embedded.py``) adds a hardware field and
+the course's default topology; without one, a new cluster is kind's default,
+a single control-plane node.
 """
 from __future__ import annotations
 
 import hashlib
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-
-import yaml
+from typing import Callable, Mapping
 
 from .schema import KUBE_VERSION
 
-GPU_MODEL_ANNOTATION = "gpulab.dev/gpu-model"
-GPU_COUNT_ANNOTATION = "gpulab.dev/gpu-count"
 KUBELET_VERSION = KUBE_VERSION  # kind's nodes run the control plane's release
 CONTAINER_RUNTIME = "containerd://2.1.4"
 OS_IMAGE = "Debian GNU/Linux 12 (bookworm)"
@@ -51,26 +50,46 @@ class NodeSpec:
     memory: str = "32Gi"
     max_pods: int = 110
     ephemeral_storage: str = "100Gi"
-    gpu_model: str | None = None
-    gpu_count: int = 0
     labels: dict = field(default_factory=dict)
+    annotations: dict = field(default_factory=dict)
     taints: list = field(default_factory=list)
 
-
-def default_topology(cluster: str) -> list[NodeSpec]:
-    """A control plane, a CPU worker, an 8x H100 80GB worker and a 4x A100 40GB worker."""
-    return [
-        NodeSpec(f"{cluster}-control-plane", role="control-plane", cpu="4", memory="8Gi",
-                 taints=[{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]),
-        NodeSpec(f"{cluster}-worker", cpu="16", memory="64Gi"),
-        NodeSpec(f"{cluster}-worker2", cpu="192", memory="2Ti", ephemeral_storage="30Ti",
-                 gpu_model="NVIDIA H100 80GB HBM3", gpu_count=8),
-        NodeSpec(f"{cluster}-worker3", cpu="128", memory="1Ti", ephemeral_storage="15Ti",
-                 gpu_model="NVIDIA A100-SXM4-40GB", gpu_count=4),
-    ]
+    @classmethod
+    def from_record(cls, record: dict) -> "NodeSpec":
+        """A node as ``cluster.json`` records it; keys this version does not know are ignored."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in record.items() if k in known})
 
 
-def load_topology(path: Path, cluster: str) -> list[NodeSpec]:
+# A composition's node field: its value in the file -> the annotations it stands for (ValueError: not usable).
+NodeField = Callable[[object], dict]
+
+
+@dataclass(frozen=True)
+class TopologyFormat:
+    """What a composition adds to topology files: node fields that stand for annotations, and the file a new
+    cluster's nodes come from when none is given."""
+
+    default: Path | None = None
+    node_fields: Mapping[str, NodeField] = field(default_factory=dict)
+
+    def nodes(self, path: Path | None, cluster: str) -> list[NodeSpec]:
+        source = path or self.default
+        if source is None:
+            # kind's default cluster: one control-plane node, which kind leaves untainted when it has no workers
+            return [NodeSpec(f"{cluster}-control-plane", role="control-plane")]
+        return load_topology(source, cluster, self.node_fields)
+
+
+PLAIN = TopologyFormat()
+_FIELDS = ("name", "replicas", "role", "cpu", "memory", "maxPods", "ephemeralStorage", "labels", "annotations",
+           "taints")
+
+
+def load_topology(path: Path, cluster: str, extra_fields: Mapping[str, NodeField] | None = None) -> list[NodeSpec]:
+    import yaml
+
+    extra_fields = extra_fields or {}
     try:
         doc = yaml.safe_load(Path(path).read_text())
     except OSError as exc:
@@ -79,7 +98,7 @@ def load_topology(path: Path, cluster: str) -> list[NodeSpec]:
         raise TopologyError(f"topology file {path} is not valid YAML: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list) or not doc["nodes"]:
         raise TopologyError(f"topology file {path} must have a non-empty 'nodes:' list")
-    known = {"name", "replicas", "role", "cpu", "memory", "maxPods", "ephemeralStorage", "gpu", "labels", "taints"}
+    known = set(_FIELDS) | set(extra_fields)
     nodes: list[NodeSpec] = []
     for i, entry in enumerate(doc["nodes"]):
         where = f"{path}: nodes[{i}]"
@@ -88,9 +107,13 @@ def load_topology(path: Path, cluster: str) -> list[NodeSpec]:
         unknown = set(entry) - known
         if unknown:
             raise TopologyError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
-        gpu = entry.get("gpu") or {}
-        if gpu and (not gpu.get("model") or int(gpu.get("count", 0)) < 1):
-            raise TopologyError(f"{where}: gpu needs a model and a count of at least 1")
+        annotations = {str(k): str(v) for k, v in (entry.get("annotations") or {}).items()}
+        for name, to_annotations in extra_fields.items():
+            if entry.get(name):
+                try:
+                    annotations.update(to_annotations(entry[name]))
+                except ValueError as exc:
+                    raise TopologyError(f"{where}: {exc}") from None
         replicas = int(entry.get("replicas", 1))
         for n in range(1, replicas + 1):
             name = str(entry["name"]).replace("{cluster}", cluster).replace("{i}", str(n))
@@ -100,8 +123,8 @@ def load_topology(path: Path, cluster: str) -> list[NodeSpec]:
                 name=name, role=entry.get("role", "worker"), cpu=str(entry.get("cpu", "8")),
                 memory=str(entry.get("memory", "32Gi")), max_pods=int(entry.get("maxPods", 110)),
                 ephemeral_storage=str(entry.get("ephemeralStorage", "100Gi")),
-                gpu_model=gpu.get("model"), gpu_count=int(gpu.get("count", 0)),
-                labels=dict(entry.get("labels") or {}), taints=list(entry.get("taints") or [])))
+                labels=dict(entry.get("labels") or {}), annotations=dict(annotations),
+                taints=list(entry.get("taints") or [])))
     names = [n.name for n in nodes]
     if len(set(names)) != len(names):
         raise TopologyError(f"topology file {path}: node names must be unique")
@@ -123,9 +146,7 @@ def node_object(spec: NodeSpec, index: int) -> dict:
         "node.alpha.kubernetes.io/ttl": "0",
         "volumes.kubernetes.io/controller-managed-attach-detach": "true",
     }
-    if spec.gpu_model:
-        annotations[GPU_MODEL_ANNOTATION] = spec.gpu_model
-        annotations[GPU_COUNT_ANNOTATION] = str(spec.gpu_count)
+    annotations.update(spec.annotations)
     resources = {"cpu": spec.cpu, "ephemeral-storage": spec.ephemeral_storage, "hugepages-1Gi": "0",
                  "hugepages-2Mi": "0", "memory": spec.memory, "pods": str(spec.max_pods)}
     seed = hashlib.sha256(spec.name.encode()).hexdigest()

@@ -37,23 +37,25 @@ def set_enabled(state_dir: Path, value: bool) -> None:
 
 
 def _serve(kubeconfig: Path) -> None:
-    from .client import Kube
+    from ..kubeclient import Kube
+    from .operator import FIELD_MANAGER
     from .reconciler import GpuStack
 
     try:
-        GpuStack(Kube.from_kubeconfig(str(kubeconfig)), identity="embedded").run()
+        GpuStack(Kube.from_kubeconfig(str(kubeconfig), field_manager=FIELD_MANAGER), identity="embedded").run()
     except Exception:  # noqa: BLE001 - the cluster keeps serving even if the stack dies
         log.exception("the GPU stack stopped")
 
 
 def start(runtime) -> None:
-    """Add-on entry point: run the reconciler once the ClusterPolicy CRD is served."""
+    """Add-on entry point: run the reconciler once the ClusterPolicy CRD is served, unless the cluster says not
+    to then (``gpulab cluster up --no-gpu-stack`` records that right after a new cluster starts)."""
     state_dir = runtime.config.state_dir
-    if not enabled(state_dir):
-        log.info("GPU stack disabled for this cluster (cluster.json %s: false)", ENABLED_KEY)
-        return
 
     def launch() -> None:
+        if not enabled(state_dir):
+            log.info("GPU stack disabled for this cluster (cluster.json %s: false)", ENABLED_KEY)
+            return
         threading.Thread(target=_serve, args=(state_dir / "kubeconfig",), name="gpustack", daemon=True).start()
 
     runtime.when_resource_served(CRD_KEY, launch)

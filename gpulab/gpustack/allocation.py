@@ -4,9 +4,14 @@ On a real node the kubelet's device manager picks device IDs for each
 container (asking the plugin's ``GetPreferredAllocation`` first), then calls
 ``Allocate``; the NVIDIA plugin answers with ``NVIDIA_VISIBLE_DEVICES`` (the
 GPU or MIG UUIDs behind the IDs, ``DEVICE_LIST_STRATEGY=envvar``) and the
-container toolkit mounts ``nvidia-smi`` into the container. Here the answer is
-the pod annotation of the node agent's handshake (docs/architecture.md), with
-``nvidia-smi`` / ``nvidia-smi -L`` rendered for exactly the visible devices.
+container toolkit, seeing that variable, adds the device nodes (``/dev/nvidiaN``,
+``/dev/nvidiactl``, ``/dev/nvidia-uvm``, ``/dev/nvidia-uvm-tools``) and mounts
+the driver's ``nvidia-smi``. Here the answer is the pod annotation of the node
+agent's handshake (docs/architecture.md, :class:`gpulab.contract.Allocation`),
+plugin and toolkit in one: the environment, the device nodes (one
+``/dev/nvidiaN`` per device, numbered from 0 as before), the ``nvidia-smi``
+mount and its output, rendered for exactly the visible devices (``nvidia-smi``,
+``nvidia-smi -L``).
 
 Choice of devices follows NVIDIA/k8s-device-plugin ``internal/rm/allocate.go``:
 replicated (time-sliced) devices are spread over the GPUs with the fewest
@@ -18,10 +23,11 @@ met is answered with ``error``, which the node agent turns into the kubelet's
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from datetime import datetime, timezone
 
+from ..contract import (ALLOCATION_ANNOTATION, Allocation, ContainerAllocateResponse, ContainerAllocation, DeviceNode,
+                        Mount, parse_allocation)
 from .deviceplugin import Device
 from .driver import cuda_version
 from .hardware import GpuModel
@@ -30,8 +36,11 @@ from .mig import Layout
 from .nvidia_smi import node_gpus, render, render_list, visible
 from .sharing import DevicePluginConfig, admission_error
 
-ALLOCATION_ANNOTATION = "gpulab.dev/device-allocation"
 LATENCY_ANNOTATION = "gpulab.dev/expected-latency"
+NVIDIA_SMI = "/usr/bin/nvidia-smi"
+# Where the GPU Operator's driver container keeps the driver's files on the host (its driver root).
+_DRIVER_ROOT = "/run/nvidia/driver"
+_CONTROL_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
 _KUBELET_PREFIX = "Allocate failed due to rpc error: code = Unknown desc = "
 _KUBELET_SUFFIX = ", which is unexpected"
 
@@ -62,14 +71,19 @@ def pod_requests_any(pod: dict, resources: set[str]) -> bool:
 def allocated_ids(pod: dict) -> set[str]:
     """Device IDs recorded in a pod's allocation annotation."""
     raw = ((pod.get("metadata") or {}).get("annotations") or {}).get(ALLOCATION_ANNOTATION)
-    if not raw:
-        return set()
-    try:
-        doc = json.loads(raw)
-    except ValueError:
-        return set()
-    return {d for c in (doc.get("containers") or {}).values() for ids in (c.get("devices") or {}).values()
-            for d in ids}
+    return parse_allocation(raw).device_ids() if raw else set()
+
+
+def container_answer(devices: dict[str, list[str]], visible_devices: str, programs: dict[str, str]) -> ContainerAllocation:
+    """What a container holding ``devices`` is given: ``NVIDIA_VISIBLE_DEVICES``, a device node per device and the
+    control nodes, and ``nvidia-smi`` mounted with ``programs`` (its output by argument line) when there are any."""
+    count = sum(len(ids) for ids in devices.values())
+    nodes = [f"/dev/nvidia{i}" for i in range(count)] + list(_CONTROL_DEVICES)
+    mounts = (Mount(NVIDIA_SMI, _DRIVER_ROOT + NVIDIA_SMI, read_only=True),) if programs else ()
+    response = ContainerAllocateResponse(envs={"NVIDIA_VISIBLE_DEVICES": visible_devices}, mounts=mounts,
+                                         devices=tuple(DeviceNode(path, path, "rw") for path in nodes))
+    return ContainerAllocation(devices=devices, response=response,
+                               programs={NVIDIA_SMI: programs} if programs else {})
 
 
 def _pick(devices: list[Device], free: list[Device], count: int, used: set[str]) -> list[Device] | None:
@@ -90,10 +104,10 @@ def _pick(devices: list[Device], free: list[Device], count: int, used: set[str])
 
 def allocate(pod: dict, devices: dict[str, list[Device]], used: set[str], config: DevicePluginConfig, *,
              model: GpuModel, node_name: str, layout: Layout, driver_version: str,
-             now: datetime | None = None) -> dict:
-    """The ``gpulab.dev/device-allocation`` document for ``pod`` on this node."""
+             now: datetime | None = None) -> Allocation:
+    """The ``gpulab.dev/device-allocation`` answer for ``pod`` on this node."""
     used = set(used)
-    containers: dict[str, dict] = {}
+    containers: dict[str, ContainerAllocation] = {}
     gpus = node_gpus(model, node_name, layout)
     cuda = cuda_version(driver_version)
     when = now or datetime.now(timezone.utc)
@@ -106,24 +120,20 @@ def allocate(pod: dict, devices: dict[str, list[Device]], used: set[str], config
         for resource, count in sorted(wanted.items()):
             refusal = admission_error(config, resource, count)
             if refusal:
-                return {"containers": {}, "error": refusal.removeprefix(_KUBELET_PREFIX).removesuffix(_KUBELET_SUFFIX)}
+                return Allocation(error=refusal.removeprefix(_KUBELET_PREFIX).removesuffix(_KUBELET_SUFFIX))
             pool = devices[resource]
             chosen = _pick(pool, [d for d in pool if d.id not in used], count, used)
             if chosen is None:
                 available = sum(1 for d in pool if d.id not in used)
-                return {"containers": {}, "error": f"requested number of devices unavailable for {resource}. "
-                                                   f"Requested: {count}, Available: {available}"}
+                return Allocation(error=f"requested number of devices unavailable for {resource}. "
+                                        f"Requested: {count}, Available: {available}")
             used.update(d.id for d in chosen)
             given[resource] = [d.id for d in chosen]
             physical += [d.physical for d in chosen if d.physical not in physical]
         seen = visible(gpus, physical)
-        containers[container["name"]] = {
-            "devices": given,
-            "env": {"NVIDIA_VISIBLE_DEVICES": ",".join(physical)},
-            "commands": {"nvidia-smi": render(seen, driver_version=driver_version, cuda_version=cuda, now=when),
-                         "nvidia-smi -L": render_list(seen)},
-        }
-    return {"containers": containers}
+        containers[container["name"]] = container_answer(given, ",".join(physical), {
+            "": render(seen, driver_version=driver_version, cuda_version=cuda, now=when), "-L": render_list(seen)})
+    return Allocation(containers)
 
 
 def latency_figures(pod: dict, devices: dict[str, list[Device]], active_pods: list[dict], model: GpuModel) -> dict:

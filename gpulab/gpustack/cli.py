@@ -12,11 +12,9 @@ in-process (kind, or an embedded cluster started with ``--no-gpu-stack``);
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 CHART_NAMES = ("gpu-operator", "nvidia/gpu-operator")
 LEASE_WAIT_SECONDS = 8.0
@@ -96,21 +94,11 @@ def add_gpustack(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_gpustack)
 
 
-def _kubeconfig(explicit: str | None) -> str | None:
-    if explicit:
-        return explicit
-    if os.environ.get("KUBECONFIG"):
-        return None
-    if (Path.home() / ".kube" / "config").exists():
-        return None
-    embedded = Path(os.environ.get("GPULAB_HOME") or Path.home() / ".gpulab") / "clusters" / "gpulab" / "kubeconfig"
-    return str(embedded) if embedded.exists() else None
-
-
 def _connect(args: argparse.Namespace):
-    from .client import Kube
+    from ..kubeclient import Kube, resolve_kubeconfig
+    from .operator import FIELD_MANAGER
 
-    return Kube.from_kubeconfig(_kubeconfig(args.kubeconfig), args.context)
+    return Kube.from_kubeconfig(resolve_kubeconfig(args.kubeconfig), args.context, FIELD_MANAGER)
 
 
 def _check_chart(args: argparse.Namespace, verb: str) -> bool:
@@ -173,9 +161,8 @@ def _run_uninstall(args: argparse.Namespace) -> int:
 def _lease_fresh(kube) -> bool:
     from datetime import datetime, timezone
 
-    from .client import ApiException
-
-    from .reconciler import LEASE_NAME, LEASE_NAMESPACE, LEASE_SECONDS, LEASES
+    from ..kubeclient import LEASES, ApiException
+    from .reconciler import LEASE_NAME, LEASE_NAMESPACE, LEASE_SECONDS
 
     try:
         lease = kube.try_get(LEASES, LEASE_NAME, LEASE_NAMESPACE)
@@ -195,12 +182,15 @@ def _ensure_reconciler(kube, args: argparse.Namespace) -> None:
         if _lease_fresh(kube):
             return
         time.sleep(0.2)
-    log_dir = Path(os.environ.get("GPULAB_HOME") or Path.home() / ".gpulab")
+    from ..contract import home
+    from ..kubeclient import resolve_kubeconfig
+
+    log_dir = home()
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / "gpustack.log"
     command = [sys.executable, "-m", "gpulab.cli", "gpustack", "run", "--namespace", args.namespace,
                "--exit-when-unreachable", str(UNREACHABLE_EXIT_SECONDS)]
-    kubeconfig = _kubeconfig(args.kubeconfig)
+    kubeconfig = resolve_kubeconfig(args.kubeconfig)
     if kubeconfig:
         command += ["--kubeconfig", kubeconfig]
     if args.context:
@@ -216,13 +206,11 @@ def _run_gpustack(args: argparse.Namespace) -> int:
     import logging
     import signal
 
-    from .client import Kube
     from .reconciler import GpuStack
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    stack = GpuStack(Kube.from_kubeconfig(_kubeconfig(args.kubeconfig), args.context), args.namespace,
-                     exit_when_unreachable=args.exit_when_unreachable)
+    stack = GpuStack(_connect(args), args.namespace, exit_when_unreachable=args.exit_when_unreachable)
 
     def stop(*_: object) -> None:
         stack.stop.set()

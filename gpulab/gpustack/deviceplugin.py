@@ -14,8 +14,7 @@ NVIDIA/k8s-device-plugin as the GPU Operator runs it:
   mounted in the pod when the pod starts, the sidecar when the label changes;
   edits to the ConfigMap's content therefore only count after the pod restarts
   (``kubectl rollout restart``), exactly as upstream. The containers themselves
-  run the same decision in the node agent (``config-manager`` in
-  ``gpulab/cluster/kubelet/data/images.yaml``).
+  run this same decision on the embedded cluster's nodes (:mod:`.configmanager`).
 * ``internal/rm``: the device IDs the plugin lists: GPU UUIDs, MIG device UUIDs,
   and ``<uuid>::<n>`` replicas for time-slicing/MPS (``AnnotatedID``).
 * the kubelet's device manager (pkg/kubelet/cm/devicemanager ``GetCapacity``):
@@ -27,13 +26,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Callable
 
 from .hardware import gpu_uuid, mig_uuid
 from .mig import DevicePluginError, Layout, mig_resource_name
 from .sharing import NO_SHARING, DevicePluginConfig, DevicePluginConfigError, advertised, parse_config
 
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
-PLUGIN_RESOURCES_ANNOTATION = "gpulab.dev/device-plugin-resources"
 FALLBACK_CONFIG_NAME = "default"               # NamedConfigFallback
 FALLBACK_STRATEGIES = ("named", "single")       # the operator's FALLBACK_STRATEGIES=named,single
 # pkg/kubelet/cm/devicemanager/endpoint.go endpointStopGracePeriod; overridable so tests need not wait 5 minutes.
@@ -53,30 +52,53 @@ class ConfigManagerError(Exception):
     """``updateConfigName``'s error, with upstream's wording: config-manager logs it and exits 1."""
 
 
-def choose_config(label: str | None, default: str, available: dict[str, str],
-                  fallbacks: tuple[str, ...] = FALLBACK_STRATEGIES) -> LoadedConfig:
-    """config-manager's choice among the ConfigMap's keys, loaded; :class:`ConfigManagerError` when it fails."""
+def choose_config_name(label: str | None, default: str, available: list[str],
+                       fallbacks: tuple[str, ...] = FALLBACK_STRATEGIES,
+                       log: Callable[[int, str], None] | None = None) -> str:
+    """``updateConfigName``: the name of the config to use among ``available`` (``""``: the empty config);
+    :class:`ConfigManagerError` when it fails. ``log(line, message)`` receives upstream's klog lines on the way
+    (``line`` in cmd/config-manager/main.go)."""
+    def info(line: int, message: str) -> None:
+        if log is not None:
+            log(line, message)
+
     if not available:
         raise ConfigManagerError("no configuration files available")
     if label:
         if label not in available:
             raise ConfigManagerError(f"specified config {label} does not exist")
-        return _load(label, available)
+        return label
     if default:
+        info(360, f"No value set. Selecting default name: {default}")
         if default not in available:
             # Upstream formats the (empty) label here, not the default: "specified config  does not exist".
             raise ConfigManagerError("specified config  does not exist")
-        return _load(default, available)
+        return default
+    info(368, f"No value set and no default set. Attempting fallback strategies: [{' '.join(fallbacks)}]")
     for fallback in fallbacks:
-        if fallback == "named" and FALLBACK_CONFIG_NAME in available:
-            return _load(FALLBACK_CONFIG_NAME, available)
-        if fallback == "single" and len(available) == 1:
-            return _load(next(iter(available)), available)
-        if fallback == "empty":
-            return LoadedConfig("", NO_SHARING)
-        if fallback not in ("named", "single"):
+        if fallback == "named":
+            info(372, f"Attempting to find config named: {FALLBACK_CONFIG_NAME}")
+            if FALLBACK_CONFIG_NAME in available:
+                return FALLBACK_CONFIG_NAME
+            info(376, f"No configuration named '{FALLBACK_CONFIG_NAME}' was found")
+        elif fallback == "single":
+            info(378, "Attempting to see if only a single config is available...")
+            if len(available) == 1:
+                return available[0]
+            info(382, f"More than one configuration was found: [{' '.join(available)}]")
+        elif fallback == "empty":
+            info(384, "Falling back to an empty configuration")
+            return ""
+        else:
             raise ConfigManagerError(f"unknown fallback strategy: {fallback}")
     raise ConfigManagerError("no config was set, no default was provided, and all fallbacks failed")
+
+
+def choose_config(label: str | None, default: str, available: dict[str, str],
+                  fallbacks: tuple[str, ...] = FALLBACK_STRATEGIES) -> LoadedConfig:
+    """config-manager's choice among the ConfigMap's keys, loaded; :class:`ConfigManagerError` when it fails."""
+    name = choose_config_name(label, default, sorted(available), fallbacks)
+    return LoadedConfig("", NO_SHARING) if not name else _load(name, available)
 
 
 def _load(name: str, available: dict[str, str]) -> LoadedConfig:

@@ -12,9 +12,9 @@ import logging
 import uuid
 from datetime import datetime, timezone
 
-from .client import ApiException
+from ..kubeclient import ApiException
 
-from . import client
+from .. import kubeclient
 
 log = logging.getLogger("gpulab.gpustack.events")
 
@@ -26,7 +26,7 @@ def _now() -> str:
 class Recorder:
     """Records events for one component; remembers what it wrote to aggregate repeats."""
 
-    def __init__(self, kube: client.Kube, component: str):
+    def __init__(self, kube: kubeclient.Kube, component: str):
         self.kube = kube
         self.component = component
         self._seen: dict[tuple, tuple[str, str, int]] = {}
@@ -39,14 +39,14 @@ class Recorder:
         try:
             if key in self._seen:
                 name, ns, count = self._seen[key]
-                self.kube.patch(client.EVENTS, name, {"count": count + 1, "lastTimestamp": now}, ns)
+                self.kube.patch(kubeclient.EVENTS, name, {"count": count + 1, "lastTimestamp": now}, ns)
                 self._seen[key] = (name, ns, count + 1)
                 return
             name = f"{meta['name']}.{uuid.uuid4().hex[:16]}"
             source = {"component": self.component}
             if host:
                 source["host"] = host
-            self.kube.create(client.EVENTS, {
+            self.kube.create(kubeclient.EVENTS, {
                 "apiVersion": "v1", "kind": "Event",
                 "metadata": {"name": name, "namespace": namespace},
                 "involvedObject": {"apiVersion": obj.get("apiVersion", "v1"), "kind": obj.get("kind"),

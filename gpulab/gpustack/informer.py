@@ -19,10 +19,9 @@ import threading
 import time
 from typing import Callable, Hashable
 
-from .client import ApiException
 from urllib3.exceptions import HTTPError
 
-from .client import Kube, Resource
+from ..kubeclient import ApiException, Kube, Resource
 
 log = logging.getLogger("gpulab.gpustack.informer")
 

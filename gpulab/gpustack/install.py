@@ -33,9 +33,11 @@ from datetime import datetime
 from typing import Any, Callable
 
 import yaml
-from .client import ApiException
 
-from . import chart, client, nfd, standins
+from .. import kubeclient
+from ..kubeclient import ApiException
+from . import chart, nfd, standins
+from .operator import CLUSTERPOLICIES
 
 RELEASE_TYPE = "helm.sh/release.v1"
 DEFAULT_RELEASE = "gpu-operator"
@@ -84,7 +86,7 @@ _PREFER_CONTROL_PLANE = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDurin
         {"key": "node-role.kubernetes.io/control-plane", "operator": "In", "values": [""]}]}}]}}
 
 
-def render(values: dict[str, Any], version: str, release: str, namespace: str) -> list[tuple[client.Resource, dict]]:
+def render(values: dict[str, Any], version: str, release: str, namespace: str) -> list[tuple[kubeclient.Resource, dict]]:
     """The chart's objects for ``values`` (CRDs excluded), in Helm's install order."""
     operator_values = values.get("operator", {})
     labels = chart.chart_labels(version, release)
@@ -92,17 +94,17 @@ def render(values: dict[str, Any], version: str, release: str, namespace: str) -
     nfd_version = NFD_VERSIONS[version]
     nfd_image = f"{NFD_IMAGE}:{nfd_version}"
     priority = nfd_values.get("priorityClassName")
-    objects: list[tuple[client.Resource, dict]] = []
+    objects: list[tuple[kubeclient.Resource, dict]] = []
 
     def meta(name: str, extra: dict[str, str]) -> dict:
         return {"name": name, "namespace": namespace, "labels": extra}
 
-    objects.append((client.SERVICEACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
+    objects.append((kubeclient.SERVICEACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
                                              "metadata": meta("gpu-operator", {**labels, "app.kubernetes.io/component": "gpu-operator"})}))
-    objects.append((client.SERVICEACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
+    objects.append((kubeclient.SERVICEACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
                                              "metadata": meta("node-feature-discovery", _nfd_labels(release, nfd_version))}))
     worker = nfd_values.get("worker", {})
-    objects.append((client.CONFIGMAPS, {
+    objects.append((kubeclient.CONFIGMAPS, {
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": meta(f"{release}-node-feature-discovery-worker-conf", _nfd_labels(release, nfd_version)),
         "data": {"nfd-worker.conf": yaml.safe_dump(worker.get("config") or {}, sort_keys=False)}}))
@@ -121,20 +123,20 @@ def render(values: dict[str, Any], version: str, release: str, namespace: str) -
             spec["affinity"] = affinity
         return {"metadata": {"labels": _nfd_selector(release, role)}, "spec": spec}
 
-    objects.append((client.DEPLOYMENTS, {
+    objects.append((kubeclient.DEPLOYMENTS, {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": meta(f"{release}-node-feature-discovery-master", _nfd_labels(release, nfd_version, "master")),
         "spec": {"replicas": 1, "selector": {"matchLabels": _nfd_selector(release, "master")},
                  "template": nfd_pod("master", "nfd-master", master_args, [_CONTROL_PLANE_TOLERATION],
                                      _PREFER_CONTROL_PLANE)}}))
-    objects.append((client.DAEMONSETS, {
+    objects.append((kubeclient.DAEMONSETS, {
         "apiVersion": "apps/v1", "kind": "DaemonSet",
         "metadata": meta(f"{release}-node-feature-discovery-worker", _nfd_labels(release, nfd_version, "worker")),
         "spec": {"selector": {"matchLabels": _nfd_selector(release, "worker")},
                  "template": nfd_pod("worker", "nfd-worker", ["-feature-gates=NodeFeatureAPI=true"],
                                      list(worker.get("tolerations") or []), None)}}))
     if (nfd_values.get("gc") or {}).get("enable", True):
-        objects.append((client.DEPLOYMENTS, {
+        objects.append((kubeclient.DEPLOYMENTS, {
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": meta(f"{release}-node-feature-discovery-gc", _nfd_labels(release, nfd_version, "gc")),
             "spec": {"replicas": 1, "selector": {"matchLabels": _nfd_selector(release, "gc")},
@@ -162,7 +164,7 @@ def render(values: dict[str, Any], version: str, release: str, namespace: str) -
         pod_spec["priorityClassName"] = operator_values["priorityClassName"]
     if operator_values.get("affinity"):
         pod_spec["affinity"] = copy.deepcopy(operator_values["affinity"])
-    objects.append((client.DEPLOYMENTS, {
+    objects.append((kubeclient.DEPLOYMENTS, {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": meta("gpu-operator", operator_labels),
         "spec": {"replicas": 1,
@@ -170,16 +172,16 @@ def render(values: dict[str, Any], version: str, release: str, namespace: str) -
                  "template": {"metadata": {"labels": {**operator_labels, "app": "gpu-operator"},
                                            "annotations": dict(operator_values.get("annotations") or {})},
                               "spec": pod_spec}}}))
-    objects.append((client.CLUSTERPOLICIES, chart.cluster_policy(values, version=version, release_name=release)))
+    objects.append((CLUSTERPOLICIES, chart.cluster_policy(values, version=version, release_name=release)))
     return objects
 
 
-def _for_cluster(kube: client.Kube,
-                 objects: list[tuple[client.Resource, dict]]) -> list[tuple[client.Resource, dict]]:
+def _for_cluster(kube: kubeclient.Kube,
+                 objects: list[tuple[kubeclient.Resource, dict]]) -> list[tuple[kubeclient.Resource, dict]]:
     """The rendered objects, with stand-in images in their pod templates where the cluster asks for them."""
     if not standins.uses_stand_ins(kube):
         return objects
-    return [(resource, standins.stand_in_workload(obj) if resource in (client.DEPLOYMENTS, client.DAEMONSETS)
+    return [(resource, standins.stand_in_workload(obj) if resource in (kubeclient.DEPLOYMENTS, kubeclient.DAEMONSETS)
              else obj) for resource, obj in objects]
 
 
@@ -219,10 +221,10 @@ def _release_secret(rel: Release, first: datetime, description: str) -> dict:
     }
 
 
-def current_release(kube: client.Kube, release: str, namespace: str) -> tuple[Release, dict] | None:
+def current_release(kube: kubeclient.Kube, release: str, namespace: str) -> tuple[Release, dict] | None:
     """The deployed revision of ``release`` and its Secret, or None."""
     try:
-        listed = kube.list(client.SECRETS, namespace, label_selector=f"owner=helm,name={release}")
+        listed = kube.list(kubeclient.SECRETS, namespace, label_selector=f"owner=helm,name={release}")
     except ApiException as exc:
         if exc.status == 404:
             return None
@@ -239,14 +241,14 @@ def current_release(kube: client.Kube, release: str, namespace: str) -> tuple[Re
 
 # --- install / upgrade / uninstall --------------------------------------------------------------
 
-def _apply(kube: client.Kube, objects: list[tuple[client.Resource, dict]], namespace: str) -> None:
+def _apply(kube: kubeclient.Kube, objects: list[tuple[kubeclient.Resource, dict]], namespace: str) -> None:
     for resource, obj in objects:
         ns = namespace if resource.namespaced else None
         try:
             kube.create(resource, obj, ns)
         except ApiException as exc:
             if exc.status != 409:
-                raise InstallError(client.error_message(exc)) from None
+                raise InstallError(kubeclient.error_message(exc)) from None
             current = kube.get(resource, obj["metadata"]["name"], ns)
             body = {**obj, "metadata": {**obj["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
             if "status" in current:
@@ -254,25 +256,25 @@ def _apply(kube: client.Kube, objects: list[tuple[client.Resource, dict]], names
             kube.update(resource, body)
 
 
-def _ensure_crd(kube: client.Kube, timeout: float) -> None:
+def _ensure_crd(kube: kubeclient.Kube, timeout: float) -> None:
     crd = chart.clusterpolicy_crd()
     try:
-        kube.create(client.CRDS, crd)
+        kube.create(kubeclient.CRDS, crd)
     except ApiException as exc:
         if exc.status != 409:
-            raise InstallError(client.error_message(exc)) from None
+            raise InstallError(kubeclient.error_message(exc)) from None
     deadline = time.monotonic() + timeout
     while True:
         try:
-            kube.list(client.CLUSTERPOLICIES)
+            kube.list(CLUSTERPOLICIES)
             return
         except ApiException as exc:
             if exc.status != 404 or time.monotonic() > deadline:
-                raise InstallError(client.error_message(exc)) from None
+                raise InstallError(kubeclient.error_message(exc)) from None
         time.sleep(0.1)
 
 
-def _ready(kube: client.Kube, resource: client.Resource, obj: dict, namespace: str) -> bool:
+def _ready(kube: kubeclient.Kube, resource: kubeclient.Resource, obj: dict, namespace: str) -> bool:
     """helm ``pkg/kube/ready.go``: Deployments with all replicas ready, DaemonSets up to date and ready."""
     current = kube.try_get(resource, obj["metadata"]["name"], namespace)
     if current is None:
@@ -280,15 +282,15 @@ def _ready(kube: client.Kube, resource: client.Resource, obj: dict, namespace: s
     status = current.get("status") or {}
     if status.get("observedGeneration", 0) < current["metadata"].get("generation", 1):
         return False
-    if resource is client.DEPLOYMENTS:
+    if resource is kubeclient.DEPLOYMENTS:
         return status.get("readyReplicas", 0) >= current["spec"].get("replicas", 1)
     desired = status.get("desiredNumberScheduled", 0)
     return status.get("updatedNumberScheduled", 0) == desired and status.get("numberReady", 0) >= desired - 1
 
 
-def _wait(kube: client.Kube, objects: list[tuple[client.Resource, dict]], namespace: str, timeout: float) -> None:
+def _wait(kube: kubeclient.Kube, objects: list[tuple[kubeclient.Resource, dict]], namespace: str, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    waiting = [(r, o) for r, o in objects if r in (client.DEPLOYMENTS, client.DAEMONSETS)]
+    waiting = [(r, o) for r, o in objects if r in (kubeclient.DEPLOYMENTS, kubeclient.DAEMONSETS)]
     while waiting:
         waiting = [(r, o) for r, o in waiting if not _ready(kube, r, o, namespace)]
         if not waiting:
@@ -298,7 +300,7 @@ def _wait(kube: client.Kube, objects: list[tuple[client.Resource, dict]], namesp
         time.sleep(WAIT_POLL_SECONDS)
 
 
-def install(kube: client.Kube, *, release: str = DEFAULT_RELEASE, namespace: str = DEFAULT_NAMESPACE,
+def install(kube: kubeclient.Kube, *, release: str = DEFAULT_RELEASE, namespace: str = DEFAULT_NAMESPACE,
             version: str | None = None, sets: list[str] | None = None, wait: bool = True,
             timeout: float = 300.0) -> Release:
     """``helm install [--wait] RELEASE nvidia/gpu-operator -n NAMESPACE --create-namespace [--version] [--set]``."""
@@ -310,19 +312,19 @@ def install(kube: client.Kube, *, release: str = DEFAULT_RELEASE, namespace: str
         raise InstallError(str(err)) from None
     if current_release(kube, release, namespace) is not None:
         raise InstallError("cannot re-use a name that is still in use")
-    kube.ensure(client.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    kube.ensure(kubeclient.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     _ensure_crd(kube, timeout)
     objects = _for_cluster(kube, render(values, canonical, release, namespace))
     _apply(kube, objects, namespace)
     now = datetime.now().astimezone()
     rel = Release(release, namespace, 1, canonical, overrides, now)
-    kube.create(client.SECRETS, _release_secret(rel, now, "Install complete"), namespace)
+    kube.create(kubeclient.SECRETS, _release_secret(rel, now, "Install complete"), namespace)
     if wait:
         _wait(kube, objects, namespace, timeout)
     return rel
 
 
-def upgrade(kube: client.Kube, *, release: str = DEFAULT_RELEASE, namespace: str = DEFAULT_NAMESPACE,
+def upgrade(kube: kubeclient.Kube, *, release: str = DEFAULT_RELEASE, namespace: str = DEFAULT_NAMESPACE,
             version: str | None = None, sets: list[str] | None = None, reuse_values: bool = False,
             reset_values: bool = False, wait: bool = True, timeout: float = 300.0) -> Release:
     """``helm upgrade RELEASE nvidia/gpu-operator [--version] [--set] [--reuse-values|--reset-values]``.
@@ -350,17 +352,17 @@ def upgrade(kube: client.Kube, *, release: str = DEFAULT_RELEASE, namespace: str
     objects = _for_cluster(kube, render(values, canonical, release, namespace))
     _apply(kube, objects, namespace)
     old_name = _secret_name(release, previous.revision)
-    kube.patch(client.SECRETS, old_name, {"metadata": {"labels": {"status": "superseded"}}}, namespace)
+    kube.patch(kubeclient.SECRETS, old_name, {"metadata": {"labels": {"status": "superseded"}}}, namespace)
     now = datetime.now().astimezone()
     rel = Release(release, namespace, previous.revision + 1, canonical, overrides, now)
     first = datetime.fromisoformat(doc["info"]["first_deployed"])
-    kube.create(client.SECRETS, _release_secret(rel, first, "Upgrade complete"), namespace)
+    kube.create(kubeclient.SECRETS, _release_secret(rel, first, "Upgrade complete"), namespace)
     if wait:
         _wait(kube, objects, namespace, timeout)
     return rel
 
 
-def uninstall(kube: client.Kube, *, release: str = DEFAULT_RELEASE, namespace: str = DEFAULT_NAMESPACE,
+def uninstall(kube: kubeclient.Kube, *, release: str = DEFAULT_RELEASE, namespace: str = DEFAULT_NAMESPACE,
               timeout: float = 300.0, on_prune: Callable[[str], None] | None = None) -> None:
     """``helm uninstall RELEASE -n NAMESPACE``: delete the chart's objects, then the NFD prune hook."""
     found = current_release(kube, release, namespace)
@@ -374,26 +376,26 @@ def uninstall(kube: client.Kube, *, release: str = DEFAULT_RELEASE, namespace: s
                     propagation="Background")
     _wait_for_pods_to_stop(kube, namespace, release, timeout)
     prune_nfd_labels(kube, on_prune)
-    listed = kube.list(client.SECRETS, namespace, label_selector=f"owner=helm,name={release}")
+    listed = kube.list(kubeclient.SECRETS, namespace, label_selector=f"owner=helm,name={release}")
     for secret in listed.get("items") or []:
-        kube.delete(client.SECRETS, secret["metadata"]["name"], namespace)
+        kube.delete(kubeclient.SECRETS, secret["metadata"]["name"], namespace)
 
 
-def _wait_for_pods_to_stop(kube: client.Kube, namespace: str, release: str, timeout: float) -> None:
+def _wait_for_pods_to_stop(kube: kubeclient.Kube, namespace: str, release: str, timeout: float) -> None:
     """The prune hook runs once the workers are gone, so no worker relabels a node behind it."""
     deadline = time.monotonic() + timeout
     selector = f"app.kubernetes.io/name=node-feature-discovery,app.kubernetes.io/instance={release}"
     while time.monotonic() < deadline:
-        pods = kube.list(client.PODS, namespace, label_selector=selector).get("items") or []
-        gfd = kube.list(client.PODS, namespace, label_selector="app=gpu-feature-discovery").get("items") or []
+        pods = kube.list(kubeclient.PODS, namespace, label_selector=selector).get("items") or []
+        gfd = kube.list(kubeclient.PODS, namespace, label_selector="app=gpu-feature-discovery").get("items") or []
         if all(p["metadata"].get("deletionTimestamp") for p in pods + gfd):
             return
         time.sleep(0.5)
 
 
-def prune_nfd_labels(kube: client.Kube, on_prune: Callable[[str], None] | None = None) -> None:
+def prune_nfd_labels(kube: kubeclient.Kube, on_prune: Callable[[str], None] | None = None) -> None:
     """``nfd-master -prune``: remove every label listed in ``nfd.node.kubernetes.io/feature-labels``."""
-    for node in kube.list(client.NODES).get("items") or []:
+    for node in kube.list(kubeclient.NODES).get("items") or []:
         notes = node["metadata"].get("annotations") or {}
         listed = notes.get(nfd.FEATURE_LABELS_ANNOTATION)
         if listed is None:
@@ -401,7 +403,7 @@ def prune_nfd_labels(kube: client.Kube, on_prune: Callable[[str], None] | None =
         names = [n if "/" in n else nfd.PREFIX + n for n in listed.split(",") if n]
         patch = {"metadata": {"labels": {n: None for n in names},
                               "annotations": {nfd.FEATURE_LABELS_ANNOTATION: None}}}
-        kube.patch(client.NODES, node["metadata"]["name"], patch)
+        kube.patch(kubeclient.NODES, node["metadata"]["name"], patch)
         if on_prune:
             on_prune(node["metadata"]["name"])
 

@@ -1,8 +1,9 @@
 """What one node's GPUs are and how they are split, read from (and written to) the Node object.
 
 A real node's hardware is found by NFD and NVML; the emulation's nodes carry it
-as the ``gpulab.dev/gpu-model`` / ``gpulab.dev/gpu-count`` annotations (the
-embedded topology writes them, cluster-setup puts them on kind nodes). MIG
+as the ``gpulab.dev/gpu-model`` / ``gpulab.dev/gpu-count`` annotations of
+:mod:`gpulab.contract` (the embedded cluster's topology writes them, ``gpulab
+kind up`` puts them on kind nodes). MIG
 geometry lives in the GPU itself on real hardware and survives a restart of
 every pod; here it is the ``gpulab.dev/mig-layout`` annotation, written only by
 the emulated ``nvidia-mig-parted apply``, so that it too survives restarts of
@@ -13,11 +14,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from ..contract import GPU_COUNT_ANNOTATION, GPU_MODEL_ANNOTATION
 from .hardware import GpuModel, gpu_model
 from .mig import GpuState, Layout, MigDevice, gpu_instance_id, whole_gpus
 
-GPU_MODEL_ANNOTATION = "gpulab.dev/gpu-model"
-GPU_COUNT_ANNOTATION = "gpulab.dev/gpu-count"
 MIG_LAYOUT_ANNOTATION = "gpulab.dev/mig-layout"
 
 

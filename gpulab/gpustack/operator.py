@@ -18,13 +18,17 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from . import client, standins
+from .. import kubeclient
+from . import standins
+from .deviceplugin import CONFIG_LABEL
 from .mig import default_config_map
 from .operands import NFD_OS_ID_LABEL, NFD_OS_VERSION_LABEL, OPERANDS, is_enabled, operand_daemonset, os_tag
 
+# The operator's writes are recorded under this field manager; every Kube the GPU stack writes with names it.
+FIELD_MANAGER = "gpu-operator"
+CLUSTERPOLICIES = kubeclient.Resource("nvidia.com/v1", "clusterpolicies", namespaced=False)
 DEFAULT_MIG_CONFIG = "default-mig-parted-config"
 DCGM_EXPORTER_PORT = 9400
-DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 
 # controllers/state_manager.go init(): every state in order, and the DaemonSet that makes it ready.
 STATES: tuple[tuple[str, str | None], ...] = (
@@ -133,7 +137,7 @@ def _transform(ds: dict, spec: dict, namespace: str) -> dict:
 
 def _config_manager_env(config: dict, *, oneshot: bool) -> list[dict]:
     return [NODE_NAME_ENV] + _env({
-        "ONESHOT": "true" if oneshot else "false", "KUBECONFIG": "", "NODE_LABEL": DEVICE_PLUGIN_CONFIG_LABEL,
+        "ONESHOT": "true" if oneshot else "false", "KUBECONFIG": "", "NODE_LABEL": CONFIG_LABEL,
         "CONFIG_FILE_SRCDIR": "/available-configs", "CONFIG_FILE_DST": "/config/config.yaml",
         "DEFAULT_CONFIG": config.get("default", ""), "FALLBACK_STRATEGIES": "named,single",
         "SEND_SIGNAL": "false" if oneshot else "true", "SIGNAL": "1", "PROCESS_TO_SIGNAL": "nvidia-device-plugin"})
@@ -151,16 +155,16 @@ def _stand_in_lines(spec: dict) -> dict[str, str]:
 
 
 def desired_objects(policy: dict, namespace: str, gpu_node_labels: list[dict[str, str]], *,
-                    stand_ins: bool = False) -> list[tuple[client.Resource, dict]]:
+                    stand_ins: bool = False) -> list[tuple[kubeclient.Resource, dict]]:
     """Every object the operator keeps in ``namespace`` for ``policy``, each owned by it; with ``stand_ins``, the
     operand pods run stand-in images (:mod:`.standins`)."""
     spec = policy.get("spec") or {}
     owner = [owner_reference(policy)]
-    objects: list[tuple[client.Resource, dict]] = []
+    objects: list[tuple[kubeclient.Resource, dict]] = []
     for op in OPERANDS:
         if not is_enabled(spec, op):
             continue
-        objects.append((client.SERVICEACCOUNTS, {
+        objects.append((kubeclient.SERVICEACCOUNTS, {
             "apiVersion": "v1", "kind": "ServiceAccount",
             "metadata": {"name": op.service_account, "namespace": namespace, "ownerReferences": owner}}))
     mig_manager = spec.get("migManager") or {}
@@ -168,9 +172,9 @@ def desired_objects(policy: dict, namespace: str, gpu_node_labels: list[dict[str
             == DEFAULT_MIG_CONFIG:
         cm = copy.deepcopy(default_config_map())
         cm["metadata"] = {"name": DEFAULT_MIG_CONFIG, "namespace": namespace, "ownerReferences": owner}
-        objects.append((client.CONFIGMAPS, cm))
+        objects.append((kubeclient.CONFIGMAPS, cm))
     if (spec.get("dcgmExporter") or {}).get("enabled", True):
-        objects.append((client.SERVICES, {
+        objects.append((kubeclient.SERVICES, {
             "apiVersion": "v1", "kind": "Service",
             "metadata": {"name": "nvidia-dcgm-exporter", "namespace": namespace, "ownerReferences": owner,
                          "labels": {"app": "nvidia-dcgm-exporter"},
@@ -186,7 +190,7 @@ def desired_objects(policy: dict, namespace: str, gpu_node_labels: list[dict[str
         if stand_ins:
             ds = standins.stand_in_workload(ds, _stand_in_lines(spec))
         ds["metadata"]["ownerReferences"] = owner
-        objects.append((client.DAEMONSETS, ds))
+        objects.append((kubeclient.DAEMONSETS, ds))
     return objects
 
 

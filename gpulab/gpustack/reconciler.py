@@ -36,12 +36,14 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from .client import ApiException
 from urllib3.exceptions import HTTPError
 
-from . import allocation, client, driver, migmanager, nfd, operator, standins, validator
-from .deviceplugin import (CONFIG_LABEL, ENDPOINT_STOP_GRACE_SECONDS, PLUGIN_RESOURCES_ANNOTATION,
-                           ConfigManagerError, LoadedConfig, choose_config, node_resources, plugin_devices)
+from .. import kubeclient
+from ..contract import ALLOCATION_ANNOTATION, PLUGIN_RESOURCES_ANNOTATION
+from ..kubeclient import LEASES, ApiException
+from . import allocation, driver, migmanager, nfd, operator, standins, validator
+from .deviceplugin import (CONFIG_LABEL, ENDPOINT_STOP_GRACE_SECONDS, ConfigManagerError, LoadedConfig, choose_config,
+                           node_resources, plugin_devices)
 from .events import Recorder
 from .gfd import GfdError, gfd_labels
 from .nodestate import node_gpus, read_layout
@@ -58,7 +60,6 @@ DEFAULT_NAMESPACE = "gpu-operator"
 LEASE_NAME = "gpulab-gpustack"
 LEASE_NAMESPACE = "kube-system"
 LEASE_SECONDS = 45
-LEASES = client.Resource("coordination.k8s.io/v1", "leases")
 HASH_ANNOTATION = "nvidia.com/last-applied-hash"
 PLUGIN_FAILED_REASON = "DevicePluginFailed"
 
@@ -76,7 +77,7 @@ def _diff(old: dict[str, str], new: dict[str, str]) -> dict[str, str | None]:
 class GpuStack:
     """The reconciler; ``run()`` blocks until ``stop`` is set."""
 
-    def __init__(self, kube: client.Kube, namespace: str = DEFAULT_NAMESPACE, *, identity: str | None = None,
+    def __init__(self, kube: kubeclient.Kube, namespace: str = DEFAULT_NAMESPACE, *, identity: str | None = None,
                  exit_when_unreachable: float | None = None):
         self.kube = kube
         self.exit_when_unreachable = exit_when_unreachable
@@ -86,11 +87,11 @@ class GpuStack:
         self.stop = threading.Event()
         self.queue = WorkQueue()
         self.recorder = Recorder(kube, "gpu-operator")
-        self.nodes = Informer(kube, client.NODES, self._on_node, stop=self.stop)
-        self.pods = Informer(kube, client.PODS, self._on_pod, stop=self.stop)
-        self.policies = Informer(kube, client.CLUSTERPOLICIES, self._on_policy, stop=self.stop)
-        self.configmaps = Informer(kube, client.CONFIGMAPS, self._on_configmap, namespace=namespace, stop=self.stop)
-        self.daemonsets = Informer(kube, client.DAEMONSETS, self._on_daemonset, namespace=namespace, stop=self.stop)
+        self.nodes = Informer(kube, kubeclient.NODES, self._on_node, stop=self.stop)
+        self.pods = Informer(kube, kubeclient.PODS, self._on_pod, stop=self.stop)
+        self.policies = Informer(kube, operator.CLUSTERPOLICIES, self._on_policy, stop=self.stop)
+        self.configmaps = Informer(kube, kubeclient.CONFIGMAPS, self._on_configmap, namespace=namespace, stop=self.stop)
+        self.daemonsets = Informer(kube, kubeclient.DAEMONSETS, self._on_daemonset, namespace=namespace, stop=self.stop)
         self._loaded_configs: dict[str, tuple[str | None, LoadedConfig]] = {}   # plugin/GFD pod uid -> (label, config)
         self._endpoints: dict[str, dict[str, dict]] = {}                         # node -> resource -> endpoint
         self._validated: set[str] = set()                                        # validator pod uids
@@ -169,7 +170,7 @@ class GpuStack:
                 if exc.status == 409:
                     self.queue.add_after(key, 0.2)
                 else:
-                    log.warning("reconcile %s: %s %s", key, exc.status, client.error_message(exc))
+                    log.warning("reconcile %s: %s %s", key, exc.status, kubeclient.error_message(exc))
                     self.queue.add_after(key, 2.0)
             except (HTTPError, OSError) as exc:
                 log.debug("reconcile %s interrupted: %s", key, exc)
@@ -336,7 +337,7 @@ class GpuStack:
             patch["metadata"]["labels"] = label_patch
         if note_patch:
             patch["metadata"]["annotations"] = note_patch
-        self.kube.patch(client.NODES, current["name"], patch)
+        self.kube.patch(kubeclient.NODES, current["name"], patch)
 
     # --- driver ----------------------------------------------------------------------------------
     def _driver_version(self, spec: dict, operands: dict[str, dict], gpus, installed: bool) -> str | None:
@@ -442,7 +443,7 @@ class GpuStack:
             current = {k: v for k, v in (status.get(field) or {}).items() if k.startswith("nvidia.com/")}
             patch[field] = _diff(current, wanted[field])
         if patch["capacity"] or patch["allocatable"]:
-            self.kube.patch(client.NODES, node["metadata"]["name"], {"status": patch}, subresource="status",
+            self.kube.patch(kubeclient.NODES, node["metadata"]["name"], {"status": patch}, subresource="status",
                             manager="kubelet")
 
     # --- allocation ------------------------------------------------------------------------------
@@ -455,18 +456,18 @@ class GpuStack:
         config = loaded.config if loaded else NO_SHARING
         for pod in pods_here:
             notes = meta(pod).get("annotations") or {}
-            if not active(pod) or meta(pod).get("deletionTimestamp") or allocation.ALLOCATION_ANNOTATION in notes:
+            if not active(pod) or meta(pod).get("deletionTimestamp") or ALLOCATION_ANNOTATION in notes:
                 continue
             if not allocation.pod_requests_any(pod, resources):
                 continue
-            doc = allocation.allocate(pod, devices, used, config, model=gpus.model, node_name=name, layout=layout,
-                                      driver_version=driver_version)
-            pod_notes = {allocation.ALLOCATION_ANNOTATION: json.dumps(doc, separators=(",", ":"))}
-            granted = {i for c in doc["containers"].values() for ids in c["devices"].values() for i in ids}
+            answer = allocation.allocate(pod, devices, used, config, model=gpus.model, node_name=name, layout=layout,
+                                         driver_version=driver_version)
+            pod_notes = {ALLOCATION_ANNOTATION: answer.to_json()}
+            granted = answer.device_ids()
             used |= granted
             if granted:
                 holders.append({**pod, "metadata": {**meta(pod), "annotations": {**notes, **pod_notes}}})
-            self.kube.patch(client.PODS, meta(pod)["name"], {"metadata": {"annotations": pod_notes}},
+            self.kube.patch(kubeclient.PODS, meta(pod)["name"], {"metadata": {"annotations": pod_notes}},
                             meta(pod)["namespace"])
         running_holders = [p for p in holders if (p.get("status") or {}).get("phase") in ("Running", "Pending")]
         for pod in running_holders:
@@ -475,7 +476,7 @@ class GpuStack:
                 continue
             value = json.dumps(figures, separators=(",", ":"), sort_keys=True)
             if (meta(pod).get("annotations") or {}).get(allocation.LATENCY_ANNOTATION) != value:
-                self.kube.patch(client.PODS, meta(pod)["name"],
+                self.kube.patch(kubeclient.PODS, meta(pod)["name"],
                                 {"metadata": {"annotations": {allocation.LATENCY_ANNOTATION: value}}},
                                 meta(pod)["namespace"])
 
@@ -495,11 +496,11 @@ class GpuStack:
                 self._validated.add(uid)       # after a restart: this validator already ran its workload
                 continue
             for old in existing:
-                self.kube.delete(client.PODS, meta(old)["name"], self.namespace, propagation="Background",
+                self.kube.delete(kubeclient.PODS, meta(old)["name"], self.namespace, propagation="Background",
                                  grace_period=0)
             pod = validator.cuda_workload_pod(ds, name, self.namespace, gpus, layout,
                                               stand_ins=standins.uses_stand_ins(self.kube))
-            self.kube.create(client.PODS, pod, self.namespace)
+            self.kube.create(kubeclient.PODS, pod, self.namespace)
             self._validated.add(uid)
 
     # --- the operator's cluster-wide work --------------------------------------------------------
@@ -508,7 +509,7 @@ class GpuStack:
         for other in self.policies.items():
             if policy is not None and meta(other)["uid"] != meta(policy)["uid"] and \
                     (other.get("status") or {}).get("state") != "ignored" and self.operator_running():
-                self.kube.patch(client.CLUSTERPOLICIES, meta(other)["name"], {"status": {"state": "ignored"}},
+                self.kube.patch(operator.CLUSTERPOLICIES, meta(other)["name"], {"status": {"state": "ignored"}},
                                 subresource="status")
         if policy is None or not self.operator_running():
             return
@@ -519,7 +520,7 @@ class GpuStack:
                                            stand_ins=standins.uses_stand_ins(self.kube))
         wanted_ds = set()
         for resource, obj in desired:
-            if resource is client.DAEMONSETS:
+            if resource is kubeclient.DAEMONSETS:
                 wanted_ds.add(obj["metadata"]["name"])
                 self._apply_daemonset(obj)
             elif (meta(policy)["uid"], resource.plural, obj["metadata"]["name"]) not in self._ensured:
@@ -533,7 +534,7 @@ class GpuStack:
         for ds in self.daemonsets.items():
             owned = any(ref.get("uid") == owner_uid for ref in meta(ds).get("ownerReferences") or [])
             if owned and meta(ds)["name"] not in wanted_ds:
-                self.kube.delete(client.DAEMONSETS, meta(ds)["name"], self.namespace, propagation="Background")
+                self.kube.delete(kubeclient.DAEMONSETS, meta(ds)["name"], self.namespace, propagation="Background")
         daemonsets = {meta(d)["name"]: d for d in self.daemonsets.items()}
         verdict = operator.policy_status(policy, daemonsets, has_nfd_labels=any(
             k.startswith(nfd.PREFIX) for n in nodes for k in (meta(n).get("labels") or {})),
@@ -542,7 +543,7 @@ class GpuStack:
         status = operator.status_object(current, verdict, self.namespace, _now_iso()[:19] + "Z")
         if current != status:
             body = {**policy, "status": status}
-            self.kube.update(client.CLUSTERPOLICIES, body, subresource="status")
+            self.kube.update(operator.CLUSTERPOLICIES, body, subresource="status")
         if verdict.state == "notReady":
             self.queue.add_after(("policy",), 5.0)
         self.driver_upgrades.step(policy, nodes)
@@ -553,7 +554,7 @@ class GpuStack:
         current = self.daemonsets.get(desired["metadata"]["name"], self.namespace)
         if current is None:
             try:
-                self.kube.create(client.DAEMONSETS, desired, self.namespace)
+                self.kube.create(kubeclient.DAEMONSETS, desired, self.namespace)
             except ApiException as exc:
                 if exc.status != 409:
                     raise
@@ -562,7 +563,7 @@ class GpuStack:
             return
         body = dict(desired)
         body["metadata"] = {**desired["metadata"], "resourceVersion": meta(current)["resourceVersion"]}
-        self.kube.update(client.DAEMONSETS, body)
+        self.kube.update(kubeclient.DAEMONSETS, body)
 
 def _relevant(node: dict) -> tuple:
     """What the stack reads from a Node (everything but heartbeats and conditions)."""

@@ -8,7 +8,7 @@ deleting the paused pods, and the next pod event moves on. The manager reacts to
 """
 from __future__ import annotations
 
-from . import client
+from .. import kubeclient
 from .allocation import allocated_ids
 from .deviceplugin import physical_devices
 from .mig import Layout, MigPartedError
@@ -70,7 +70,7 @@ class MigReconfigure:
             return layout
         for pod in pods_here:
             if meta(pod).get("namespace") == self.stack.namespace and operand_app(pod) in VALIDATOR_APPS:
-                self.stack.kube.delete(client.PODS, meta(pod)["name"], self.stack.namespace)
+                self.stack.kube.delete(kubeclient.PODS, meta(pod)["name"], self.stack.namespace)
         self._handled[name] = handled
         if failure is not None:
             return self._failed(node, labels, notes, saved, str(failure), layout, log_lines=failure.log)
@@ -86,7 +86,7 @@ class MigReconfigure:
         for pod in pods_here:
             if meta(pod).get("namespace") == self.stack.namespace and \
                     operand_app(pod) == OPERATOR_VALIDATOR_APP:
-                self.stack.kube.delete(client.PODS, meta(pod)["name"], self.stack.namespace)
+                self.stack.kube.delete(kubeclient.PODS, meta(pod)["name"], self.stack.namespace)
         labels.update(restored_labels(saved))
         labels[STATE_LABEL] = "success"
         notes.pop(SAVED_ANNOTATION, None)

@@ -32,7 +32,7 @@ import copy
 import json
 import shlex
 
-from . import client
+from .. import kubeclient
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 BUSYBOX_IMAGE = "docker.io/library/busybox:1.36"
@@ -42,15 +42,15 @@ FLAG_KEY = "standInImages"
 STAND_IN_ANNOTATION = "gpulab.dev/stand-in-for"
 
 
-def uses_stand_ins(kube: client.Kube) -> bool:
+def uses_stand_ins(kube: kubeclient.Kube) -> bool:
     """Whether this cluster's pods must run stand-in images (its ConfigMap ``kube-system/gpulab-gpustack`` says so)."""
-    flag = kube.try_get(client.CONFIGMAPS, FLAG_NAME, FLAG_NAMESPACE)
+    flag = kube.try_get(kubeclient.CONFIGMAPS, FLAG_NAME, FLAG_NAMESPACE)
     return ((flag or {}).get("data") or {}).get(FLAG_KEY) == "true"
 
 
-def mark_cluster(kube: client.Kube) -> None:
+def mark_cluster(kube: kubeclient.Kube) -> None:
     """Record that this cluster's kubelets are real: from now on the emulation builds pods with stand-in images."""
-    kube.ensure(client.CONFIGMAPS, {
+    kube.ensure(kubeclient.CONFIGMAPS, {
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": FLAG_NAME, "namespace": FLAG_NAMESPACE,
                      "labels": {"app.kubernetes.io/managed-by": "gpulab"}},

@@ -7,7 +7,8 @@ NVIDIA/gpu-operator ``controllers/upgrade_controller.go`` drives NVIDIA/k8s-oper
 """
 from __future__ import annotations
 
-from . import client, driver
+from .. import kubeclient
+from . import driver
 from .allocation import allocated_ids
 from .pods import active, containers_ready, meta, operand_app, running
 
@@ -33,7 +34,7 @@ class DriverUpgrades:
 
         # The state machine must not step twice on a stale cache: nodes mid-upgrade are read afresh, and
         # nodes this process started but the cache still shows waiting count as in flight.
-        nodes = [self.stack.kube.get(client.NODES, meta(n)["name"]) if state_of(n) in driver.IN_PROGRESS else n
+        nodes = [self.stack.kube.get(kubeclient.NODES, meta(n)["name"]) if state_of(n) in driver.IN_PROGRESS else n
                  for n in nodes]
         for n in nodes:
             if state_of(n) != driver.UPGRADE_REQUIRED:
@@ -64,7 +65,7 @@ class DriverUpgrades:
                 self._started.add(name)
                 self._set_state(node, driver.CORDON_REQUIRED)
             elif state == driver.CORDON_REQUIRED:
-                self.stack.kube.patch(client.NODES, name, {"spec": {"unschedulable": True}})
+                self.stack.kube.patch(kubeclient.NODES, name, {"spec": {"unschedulable": True}})
                 self._set_state(node, driver.WAIT_FOR_JOBS_REQUIRED)
             elif state == driver.WAIT_FOR_JOBS_REQUIRED:
                 self._set_state(node, driver.POD_DELETION_REQUIRED)
@@ -78,24 +79,24 @@ class DriverUpgrades:
                     self._set_state(node, driver.UPGRADE_FAILED)
                     continue
                 for pod in gpu_pods:
-                    self.stack.kube.delete(client.PODS, meta(pod)["name"], meta(pod)["namespace"])
+                    self.stack.kube.delete(kubeclient.PODS, meta(pod)["name"], meta(pod)["namespace"])
                 self._set_state(node, driver.POD_RESTART_REQUIRED)
             elif state == driver.POD_RESTART_REQUIRED:
                 for pod in driver_pods:
                     if not driver.pod_is_current(pod, ds) and not meta(pod).get("deletionTimestamp"):
-                        self.stack.kube.delete(client.PODS, meta(pod)["name"], self.stack.namespace)
+                        self.stack.kube.delete(kubeclient.PODS, meta(pod)["name"], self.stack.namespace)
                 self._set_state(node, driver.VALIDATION_REQUIRED)
             elif state == driver.VALIDATION_REQUIRED:
                 if current and all(running(p) and containers_ready(p) for p in driver_pods):
                     self._set_state(node, driver.UNCORDON_REQUIRED)
             elif state == driver.UNCORDON_REQUIRED:
-                self.stack.kube.patch(client.NODES, name, {"spec": {"unschedulable": None}})
+                self.stack.kube.patch(kubeclient.NODES, name, {"spec": {"unschedulable": None}})
                 self._set_state(node, driver.UPGRADE_DONE)
             if state in driver.IN_PROGRESS or state == driver.UPGRADE_REQUIRED:
                 self.stack.queue.add_after(("policy",), 0.5)
 
     def _set_state(self, node: dict, state: str) -> None:
-        self.stack.kube.patch(client.NODES, meta(node)["name"], {"metadata": {"labels": {driver.UPGRADE_STATE_LABEL: state}}})
+        self.stack.kube.patch(kubeclient.NODES, meta(node)["name"], {"metadata": {"labels": {driver.UPGRADE_STATE_LABEL: state}}})
         self.stack.recorder.event({**node, "kind": "Node", "apiVersion": "v1"}, "Normal", driver.UPGRADE_EVENT_REASON,
                             driver.event_message(state))
         self.stack.queue.add_after(("policy",), 0.2)

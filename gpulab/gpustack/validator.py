@@ -13,10 +13,9 @@ line the real one prints (:mod:`.standins`).
 """
 from __future__ import annotations
 
-import json
-
+from ..contract import ALLOCATION_ANNOTATION, Allocation
 from . import standins
-from .allocation import ALLOCATION_ANNOTATION
+from .allocation import container_answer
 from .deviceplugin import physical_devices
 from .mig import Layout
 
@@ -31,15 +30,14 @@ def cuda_workload_pod(validator_ds: dict, node_name: str, namespace: str, gpus, 
     image = standins.real_image(validator_ds["spec"]["template"], template["containers"][0])
     pull = template["containers"][0].get("imagePullPolicy", "IfNotPresent")
     every_gpu = sorted({d.physical for devs in physical_devices(node_name, layout, "mixed").values() for d in devs})
-    allocation = {"containers": {"cuda-validation": {"devices": {"nvidia.com/gpu": every_gpu},
-                                                     "env": {"NVIDIA_VISIBLE_DEVICES": "all"}, "commands": {}}}}
+    allocation = Allocation({"cuda-validation": container_answer({"nvidia.com/gpu": every_gpu}, "all", {})})
     pod = {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {
             "generateName": f"{CUDA_VALIDATOR_APP}-", "namespace": namespace,
             "labels": {"app": CUDA_VALIDATOR_APP},
             "annotations": {"nvidia.cdi.k8s.io/container.cuda-validation": "management.nvidia.com/gpu=all",
-                            ALLOCATION_ANNOTATION: json.dumps(allocation, separators=(",", ":"))},
+                            ALLOCATION_ANNOTATION: allocation.to_json()},
             "ownerReferences": list(validator_ds["metadata"].get("ownerReferences") or []),
         },
         "spec": {

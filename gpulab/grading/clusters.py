@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from .. import embedded
 from ..cluster import lifecycle
 from .forkserver import SOCKET_ENV, ForkServer
 
@@ -179,7 +180,7 @@ def _settle(cluster: SubmissionCluster, timeout: float = 30) -> None:
 
 
 def _up(home: Path, forkserver: str | None, template: Path | None = None, attempts: int = 2) -> Path:
-    """``lifecycle.up`` in ``home`` (of a copy of ``template`` when given, on a port of its own); through the fork
+    """``embedded.up`` in ``home`` (of a copy of ``template`` when given, on a port of its own); through the fork
     server at ``forkserver`` when there is one."""
     for attempt in range(attempts):
         if template is not None:
@@ -190,9 +191,9 @@ def _up(home: Path, forkserver: str | None, template: Path | None = None, attemp
             if forkserver:
                 os.environ[SOCKET_ENV] = forkserver
             try:
-                return lifecycle.up(CLUSTER_NAME, server_module="gpulab.grading.forkserver" if forkserver
-                                    else "gpulab.embedded",
-                                    port=None if template is None else lifecycle.free_port())
+                return embedded.up(CLUSTER_NAME, server_module="gpulab.grading.forkserver" if forkserver
+                                   else embedded.SERVER_MODULE,
+                                   port=None if template is None else lifecycle.free_port())
             except lifecycle.ClusterError:
                 if attempt == attempts - 1:   # a free port taken between choosing and binding: choose again
                     raise

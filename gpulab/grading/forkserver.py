@@ -58,7 +58,9 @@ class ForkServer:
 
 def serve(address: str) -> int:
     """Import the server's modules, then fork one server per request until the parent process is gone."""
-    import gpulab.embedded  # noqa: F401 - the point: imported once, shared by every fork
+    from gpulab import embedded
+
+    embedded.load_server()   # the point: imported once, shared by every fork
 
     parent = os.getppid()
     signal.signal(signal.SIGCHLD, _reap)

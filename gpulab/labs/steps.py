@@ -1,7 +1,8 @@
 """The steps that build a lab's starting state on a fresh cluster, each able to say what it would change.
 
-Every step works through the official client and a kubeconfig (the GPU
-Operator through the GPU stack's own helm-like installer), so a starting state
+Every step works through the one client (:mod:`gpulab.kubeclient`, on the
+official client) and a kubeconfig (the GPU Operator through the GPU stack's own
+helm-like installer), so a starting state
 is what a learner could have built by hand; ``describe()`` is what
 ``gpulab lab reset`` prints instead of acting on a cluster it will not wipe.
 """
@@ -56,10 +57,11 @@ class GpuOperator:
                 f"--create-namespace --version=v25.10.1{flags}")
 
     def apply(self, api_client) -> None:
-        from ..gpustack.client import Kube
         from ..gpustack.install import install
+        from ..gpustack.operator import FIELD_MANAGER
+        from ..kubeclient import Kube
 
-        install(Kube(api_client), sets=list(self.sets), wait=False)
+        install(Kube(api_client, FIELD_MANAGER), sets=list(self.sets), wait=False)
 
         def policy_ready() -> bool:
             return clusterpolicy_settled(ClusterReader(api_client))[0]
@@ -81,11 +83,12 @@ class PoolLabels:
         return "label each GPU node pool=<its GPU family> (pool=h100, pool=a100)"
 
     def apply(self, api_client) -> None:
-        from kubernetes import client
+        from ..kubeclient import NODES, STRATEGIC_MERGE_PATCH, Kube
 
-        core = client.CoreV1Api(api_client)
+        kube = Kube(api_client)
         for node in gpu_nodes(ClusterReader(api_client).nodes()):
-            core.patch_node(name(node), {"metadata": {"labels": {"pool": family(product(node))}}})
+            kube.patch(NODES, name(node), {"metadata": {"labels": {"pool": family(product(node))}}},
+                       content_type=STRATEGIC_MERGE_PATCH)
 
 
 @dataclass(frozen=True)
@@ -96,12 +99,13 @@ class GpuTaint:
         return f"taint each GPU node {taint_text(GPU_TAINT)}"
 
     def apply(self, api_client) -> None:
-        from kubernetes import client
+        from ..kubeclient import NODES, STRATEGIC_MERGE_PATCH, Kube
 
-        core = client.CoreV1Api(api_client)
+        kube = Kube(api_client)
         for node in gpu_nodes(ClusterReader(api_client).nodes()):
             taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != GPU_TAINT["key"]]
-            core.patch_node(name(node), {"spec": {"taints": taints + [dict(GPU_TAINT)]}})
+            kube.patch(NODES, name(node), {"spec": {"taints": taints + [dict(GPU_TAINT)]}},
+                       content_type=STRATEGIC_MERGE_PATCH)
 
 
 @dataclass(frozen=True)
@@ -116,11 +120,11 @@ class PendingPod:
         return f"create {names} in namespace {self.namespace} (it stays Pending)"
 
     def apply(self, api_client) -> None:
-        from kubernetes import client
+        from ..kubeclient import PODS, Kube
 
-        core = client.CoreV1Api(api_client)
+        kube = Kube(api_client)
         for pod in _manifest(self.manifest):
-            core.create_namespaced_pod(self.namespace, pod)
+            kube.create(PODS, pod, self.namespace)
             wait_until(f"the scheduler's verdict on pod {pod['metadata']['name']}", lambda: unschedulable_message(
                 ClusterReader(api_client).pod(pod["metadata"]["name"], self.namespace) or {}), SETTLE_TIMEOUT)
 
@@ -145,17 +149,17 @@ class DeadlockedJobs:
                 f"each to {jobs[0]['spec']['parallelism']} so both hold GPUs and neither can start")
 
     def apply(self, api_client) -> None:
-        from kubernetes import client
+        from ..kubeclient import JOBS, STRATEGIC_MERGE_PATCH, Kube
 
-        batch = client.BatchV1Api(api_client)
+        kube = Kube(api_client)
         jobs = _manifest(self.manifest)
         for job in jobs:
-            batch.create_namespaced_job(self.namespace, {**job, "spec": {**job["spec"], "parallelism": self.first}})
+            kube.create(JOBS, {**job, "spec": {**job["spec"], "parallelism": self.first}}, self.namespace)
             wait_until(f"{self.first} running workers of job {job['metadata']['name']}",
                        lambda: self._count(api_client, job, is_running) >= self.first, SETTLE_TIMEOUT)
         for job in jobs:
-            batch.patch_namespaced_job(job["metadata"]["name"], self.namespace,
-                                       {"spec": {"parallelism": job["spec"]["parallelism"]}})
+            kube.patch(JOBS, job["metadata"]["name"], {"spec": {"parallelism": job["spec"]["parallelism"]}},
+                       self.namespace, content_type=STRATEGIC_MERGE_PATCH)
         for job in jobs:
             extra = job["spec"]["parallelism"] - self.first
             wait_until(f"{extra} unschedulable workers of job {job['metadata']['name']}",

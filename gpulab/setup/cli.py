@@ -12,7 +12,7 @@ def add_kind(sub: argparse._SubParsersAction) -> None:
     up = actions.add_parser("up", help="create the kind cluster, record its simulated GPUs, start the GPU stack "
                                        "emulation; prints the kubeconfig path last")
     up.add_argument("--name", default="gpulab", help="kind cluster name (default: gpulab)")
-    up.add_argument("--config", help="kind config (default: cluster-setup/kind/kind-config.yaml)")
+    up.add_argument("--config", help="kind config (default: one written for the course's default topology)")
     up.add_argument("--gpus", help="simulated GPU mapping (default: cluster-setup/kind/simulated-gpus.yaml)")
     up.add_argument("--wait", default="2m", help="kind create cluster --wait (default: 2m)")
     down = actions.add_parser("down", help="stop the GPU stack emulation and delete the kind cluster")
@@ -27,7 +27,7 @@ def _run_kind(args: argparse.Namespace) -> int:
 
     try:
         if args.action == "up":
-            path = kind.up(args.name, Path(args.config) if args.config else kind.DEFAULT_CONFIG,
+            path = kind.up(args.name, Path(args.config) if args.config else None,
                            Path(args.gpus) if args.gpus else kind.DEFAULT_GPUS, wait=args.wait)
             print(f"kind cluster {args.name!r} is ready; next: gpulab install gpu-operator --kubeconfig {path}")
             print(path)
@@ -52,10 +52,10 @@ def add_doctor(sub: argparse._SubParsersAction) -> None:
 def _run_doctor(args: argparse.Namespace) -> int:
     from kubernetes.config import ConfigException
 
-    from ..gpustack.client import Kube
+    from ..kubeclient import Kube, resolve_kubeconfig
     from . import doctor
 
-    kubeconfig = doctor.resolve_kubeconfig(args.kubeconfig)
+    kubeconfig = resolve_kubeconfig(args.kubeconfig)
     try:
         kube = Kube.from_kubeconfig(kubeconfig, args.context)
     except (ConfigException, OSError) as err:

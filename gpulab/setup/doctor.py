@@ -19,21 +19,19 @@ troubleshooting guide is a list of kubectl commands to read by eye.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 
-from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from .. import kubeclient
+from ..kubeclient import ApiException
 from ..checks import gpus
-from ..gpustack import chart, client, operands
-from ..gpustack.operator import daemonset_ready
+from ..contract import GPU_COUNT_ANNOTATION, GPU_MODEL_ANNOTATION
+from ..gpustack import chart, operands
+from ..gpustack.operator import CLUSTERPOLICIES, daemonset_ready
 
 OPERATOR_SELECTOR = "app.kubernetes.io/component=gpu-operator"
-GPU_MODEL_ANNOTATION = "gpulab.dev/gpu-model"
-GPU_COUNT_ANNOTATION = "gpulab.dev/gpu-count"
 VALUES_FILE = "cluster-setup/real/gpu-operator-values.yaml"
 GPU_TAINT = f"{gpus.GPU_TAINT['key']}={gpus.GPU_TAINT['value']}:{gpus.GPU_TAINT['effect']}"
 
@@ -66,14 +64,6 @@ class Report:
                 "ok": not self.missing, "findings": [asdict(f) for f in self.findings]}
 
 
-def resolve_kubeconfig(explicit: str | None) -> str | None:
-    """``--kubeconfig``, else the client's default ($KUBECONFIG, ~/.kube/config), else the embedded cluster's."""
-    if explicit or os.environ.get("KUBECONFIG") or (Path.home() / ".kube" / "config").exists():
-        return explicit
-    embedded = Path(os.environ.get("GPULAB_HOME") or Path.home() / ".gpulab") / "clusters" / "gpulab" / "kubeconfig"
-    return str(embedded) if embedded.exists() else None
-
-
 def install_command(emulated: bool, kubeconfig: str | None) -> str:
     version = chart.DEFAULT_VERSION
     driver = chart.default_values(version)["driver"]["version"]
@@ -85,7 +75,7 @@ def install_command(emulated: bool, kubeconfig: str | None) -> str:
             f"-f {VALUES_FILE}")
 
 
-def _items(kube: client.Kube, res: client.Resource, namespace: str | None = None, **selectors) -> list[dict]:
+def _items(kube: kubeclient.Kube, res: kubeclient.Resource, namespace: str | None = None, **selectors) -> list[dict]:
     try:
         return kube.list(res, namespace, **selectors)["items"]
     except ApiException as exc:
@@ -105,10 +95,10 @@ def _emulated_hardware(node: dict) -> tuple[str, int] | None:
     return notes[GPU_MODEL_ANNOTATION], int(notes.get(GPU_COUNT_ANNOTATION) or 0)
 
 
-def _lease_holder(kube: client.Kube) -> str | None:
-    from ..gpustack.reconciler import LEASE_NAME, LEASE_NAMESPACE, LEASE_SECONDS, LEASES
+def _lease_holder(kube: kubeclient.Kube) -> str | None:
+    from ..gpustack.reconciler import LEASE_NAME, LEASE_NAMESPACE, LEASE_SECONDS
 
-    lease = kube.try_get(LEASES, LEASE_NAME, LEASE_NAMESPACE)
+    lease = kube.try_get(kubeclient.LEASES, LEASE_NAME, LEASE_NAMESPACE)
     spec = (lease or {}).get("spec") or {}
     if not spec.get("holderIdentity") or not spec.get("renewTime"):
         return None
@@ -130,9 +120,9 @@ def _hardware(report: Report, nodes: list[dict], gpu_nodes: list[dict]) -> None:
                    "(feature.node.kubernetes.io/pci-10de.present=true)")
 
 
-def _operator(report: Report, kube: client.Kube, namespace: str, install: str) -> tuple[str, bool]:
+def _operator(report: Report, kube: kubeclient.Kube, namespace: str, install: str) -> tuple[str, bool]:
     """The operator Deployment's namespace and whether it is ready."""
-    found = _items(kube, client.DEPLOYMENTS, namespace, label_selector=OPERATOR_SELECTOR)
+    found = _items(kube, kubeclient.DEPLOYMENTS, namespace, label_selector=OPERATOR_SELECTOR)
     if not found:
         found = kube.request("GET", "/apis/apps/v1/deployments", query=[("labelSelector", OPERATOR_SELECTOR)])["items"]
     if not found:
@@ -151,8 +141,8 @@ def _operator(report: Report, kube: client.Kube, namespace: str, install: str) -
     return ns, False
 
 
-def _policy(report: Report, kube: client.Kube, namespace: str, install: str, crd: dict | None) -> dict | None:
-    policies = _items(kube, client.CLUSTERPOLICIES) if crd else []
+def _policy(report: Report, kube: kubeclient.Kube, namespace: str, install: str, crd: dict | None) -> dict | None:
+    policies = _items(kube, CLUSTERPOLICIES) if crd else []
     if not policies:
         what = "no ClusterPolicy" if crd else "no ClusterPolicy CRD (clusterpolicies.nvidia.com)"
         report.add("missing", "ClusterPolicy", f"{what}: the gpu-operator chart creates cluster-policy", install)
@@ -190,8 +180,8 @@ def _sharing_config(report: Report, spec: dict, namespace: str) -> None:
                    "to share GPUs see cluster-setup/real/time-slicing-config.yaml")
 
 
-def _operands(report: Report, kube: client.Kube, namespace: str, spec: dict) -> None:
-    present = {_name(ds): ds for ds in _items(kube, client.DAEMONSETS, namespace)}
+def _operands(report: Report, kube: kubeclient.Kube, namespace: str, spec: dict) -> None:
+    present = {_name(ds): ds for ds in _items(kube, kubeclient.DAEMONSETS, namespace)}
     for op in operands.OPERANDS:
         if not operands.is_enabled(spec, op):
             continue
@@ -258,7 +248,7 @@ def _mig(report: Report, name: str, labels: dict, namespace: str) -> None:
         report.add("info", "MIG", detail, node=name)
 
 
-def diagnose(kube: client.Kube, namespace: str = "gpu-operator", kubeconfig: str | None = None) -> Report:
+def diagnose(kube: kubeclient.Kube, namespace: str = "gpu-operator", kubeconfig: str | None = None) -> Report:
     """Everything ``gpulab doctor`` reports about the cluster behind ``kube``."""
     server = kube.api_client.configuration.host
     try:
@@ -268,14 +258,14 @@ def diagnose(kube: client.Kube, namespace: str = "gpu-operator", kubeconfig: str
         report.add("missing", "API server", f"cannot reach {server}: {exc}",
                    "gpulab cluster up (embedded cluster), gpulab kind up (kind), or check your kubeconfig")
         return report
-    nodes = _items(kube, client.NODES)
+    nodes = _items(kube, kubeclient.NODES)
     emulated = any(_emulated_hardware(n) for n in nodes)
     report = Report(server, version, emulated)
     report.add("ok", "API server", f"Kubernetes {version}, {len(nodes)} nodes")
     gpu_nodes = [n for n in nodes if _emulated_hardware(n) or operands.has_gpu(gpus.labels(n)) or gpus.is_gpu_node(n)]
     _hardware(report, nodes, gpu_nodes)
     install = install_command(emulated, kubeconfig)
-    crd = kube.try_get(client.CRDS, "clusterpolicies.nvidia.com")
+    crd = kube.try_get(kubeclient.CRDS, "clusterpolicies.nvidia.com")
     if emulated:
         holder = _lease_holder(kube)
         if holder:

@@ -1,10 +1,12 @@
 """``gpulab kind up|down``: the course on a kind cluster, with the GPU stack emulation driving it.
 
 ``up`` checks for the kind CLI and a running container engine first (each
-missing piece named with the step that installs or starts it), checks the
-config as kind will read it (:mod:`.kindconfig`), runs ``kind create cluster``
-(or, for a cluster that exists, ``kind export kubeconfig``) into a kubeconfig of
-its own under ``$GPULAB_HOME/kind/<name>/``, then records the simulated GPU
+missing piece named with the step that installs or starts it), writes kind's
+config for the course's default topology (the same file the embedded cluster
+is built from, :data:`gpulab.gpustack.topology.DEFAULT_TOPOLOGY`) unless given
+one, checks the config as kind will read it (:mod:`.kindconfig`), runs ``kind
+create cluster`` (or, for a cluster that exists, ``kind export kubeconfig``)
+into a kubeconfig of its own under ``$GPULAB_HOME/kind/<name>/``, then records the simulated GPU
 hardware on the nodes, marks the cluster as one whose kubelets really run pods
 (so the emulation gives its pods stand-in images, :mod:`gpulab.gpustack.standins`)
 and starts ``gpulab gpustack run --kubeconfig K`` in the background, so
@@ -16,7 +18,8 @@ workers carry the label ``gpulab.dev/simulated-gpu: <key>``, and
 ``cluster-setup/kind/simulated-gpus.yaml`` maps each key to a model and count,
 which ``up`` writes to the ``gpulab.dev/gpu-model`` / ``gpulab.dev/gpu-count``
 annotations through the official client (what the embedded cluster's topology
-writes at node registration).
+writes at node registration). The config written for the default topology
+labels each GPU worker with the key of its model and count.
 
 ``down`` stops the emulation process ``up`` started (by the pid it recorded,
 after checking that pid is still that command) and runs ``kind delete cluster``.
@@ -34,28 +37,24 @@ import sys
 import time
 from pathlib import Path
 
+from collections import Counter
+
 import yaml
 
+from ..contract import GPU_COUNT_ANNOTATION, GPU_MODEL_ANNOTATION, home
 from . import kindconfig
 
 KIND_VERSION = "v0.30.0"
 KIND_INSTALL_URL = "https://kind.sigs.k8s.io/docs/user/quick-start/#installation"
 DOCKER_INSTALL_URL = "https://docs.docker.com/engine/install/"
 SIMULATED_GPU_LABEL = "gpulab.dev/simulated-gpu"
-GPU_MODEL_ANNOTATION = "gpulab.dev/gpu-model"
-GPU_COUNT_ANNOTATION = "gpulab.dev/gpu-count"
 CLUSTER_SETUP = Path(__file__).resolve().parents[2] / "cluster-setup" / "kind"
-DEFAULT_CONFIG = CLUSTER_SETUP / "kind-config.yaml"
 DEFAULT_GPUS = CLUSTER_SETUP / "simulated-gpus.yaml"
 NODE_WAIT_SECONDS = 120.0
 
 
 class KindError(RuntimeError):
     """``gpulab kind`` cannot go on; the message says what to do."""
-
-
-def home() -> Path:
-    return Path(os.environ.get("GPULAB_HOME") or Path.home() / ".gpulab")
 
 
 def cluster_dir(name: str) -> Path:
@@ -118,6 +117,38 @@ def load_simulated_gpus(path: Path = DEFAULT_GPUS) -> dict[str, tuple[str, int]]
     return out
 
 
+def default_config(name: str, gpus: dict[str, tuple[str, int]]) -> dict:
+    """kind's ``Cluster`` for the course's default topology: one kind node per topology node, in order (kind then
+    names them as the topology does), GPU workers labelled with the ``simulated-gpus.yaml`` key of their hardware.
+    kind nodes get the host's CPUs and memory, and kind taints its control plane itself."""
+    from ..gpustack.hardware import gpu_model
+    from ..gpustack.topology import DEFAULT_TOPOLOGY, GPU_FIELD, hardware
+
+    keys = {hw: key for key, hw in gpus.items()}
+    seen: Counter = Counter()
+    nodes = []
+    for entry in yaml.safe_load(DEFAULT_TOPOLOGY.read_text())["nodes"]:
+        role = entry.get("role", "worker")
+        seen[role] += 1
+        kind_name = f"{name}-{role}{seen[role] if seen[role] > 1 else ''}"
+        wanted = str(entry["name"]).replace("{cluster}", name)
+        if wanted != kind_name or (role == "worker" and entry.get("taints")):
+            raise KindError(f"{DEFAULT_TOPOLOGY}: node {wanted} cannot be a kind node (kind would name it "
+                            f"{kind_name}, and sets no taints on workers)")
+        node: dict = {"role": role}
+        labels = dict(entry.get("labels") or {})
+        if entry.get(GPU_FIELD):
+            model, count = hardware(entry[GPU_FIELD])
+            key = keys.get((gpu_model(model).name, count))
+            if key is None:
+                raise KindError(f"node {wanted}: no entry for {count}x {model} in simulated-gpus.yaml; add one")
+            labels[SIMULATED_GPU_LABEL] = key
+        if labels:
+            node["labels"] = labels
+        nodes.append(node)
+    return {"kind": kindconfig.KIND, "apiVersion": kindconfig.API_VERSION, "name": name, "nodes": nodes}
+
+
 def _run(command: list[str], what: str) -> None:
     proc = subprocess.run(command, text=True)
     if proc.returncode != 0:
@@ -132,11 +163,11 @@ def _existing_clusters(kind: str) -> list[str]:
 def annotate_gpu_nodes(kube, gpus: dict[str, tuple[str, int]], expected: int,
                        timeout: float = NODE_WAIT_SECONDS) -> list[tuple[str, str, int]]:
     """Write the hardware annotations on every node labelled ``gpulab.dev/simulated-gpu``; wait for ``expected`` of them."""
-    from ..gpustack import client
+    from .. import kubeclient
 
     deadline = time.monotonic() + timeout
     while True:
-        nodes = kube.list(client.NODES, label_selector=SIMULATED_GPU_LABEL)["items"]
+        nodes = kube.list(kubeclient.NODES, label_selector=SIMULATED_GPU_LABEL)["items"]
         if len(nodes) >= expected or time.monotonic() > deadline:
             break
         time.sleep(1)
@@ -149,7 +180,7 @@ def annotate_gpu_nodes(kube, gpus: dict[str, tuple[str, int]], expected: int,
             raise KindError(f"node {node['metadata']['name']}: {SIMULATED_GPU_LABEL}={key} is not in "
                             f"simulated-gpus.yaml (known: {', '.join(sorted(gpus))})")
         model, count = gpus[key]
-        kube.patch(client.NODES, node["metadata"]["name"],
+        kube.patch(kubeclient.NODES, node["metadata"]["name"],
                    {"metadata": {"annotations": {GPU_MODEL_ANNOTATION: model, GPU_COUNT_ANNOTATION: str(count)}}},
                    manager="gpulab-kind")
         done.append((node["metadata"]["name"], model, count))
@@ -197,18 +228,25 @@ def stop_emulation(name: str) -> bool:
     return stopped
 
 
-def up(name: str = "gpulab", config: Path = DEFAULT_CONFIG, gpus_file: Path = DEFAULT_GPUS,
+def up(name: str = "gpulab", config: Path | None = None, gpus_file: Path = DEFAULT_GPUS,
        wait: str = "2m") -> Path:
-    """Create (or reuse) the kind cluster, annotate its GPU nodes, start the emulation; the kubeconfig path."""
+    """Create (or reuse) the kind cluster (from ``config``, else the default topology's), annotate its GPU nodes,
+    start the emulation; the kubeconfig path."""
     kind = require_tools()
+    gpus = load_simulated_gpus(gpus_file)
+    if config is None:
+        cluster_dir(name).mkdir(parents=True, exist_ok=True)
+        config = cluster_dir(name) / "kind-config.yaml"
+        config.write_text("# Written by `gpulab kind up` from the course's default topology "
+                          "(gpulab/gpustack/data/default-topology.yaml).\n"
+                          + yaml.safe_dump(default_config(name, gpus), sort_keys=False))
     try:
         cluster = kindconfig.load(Path(config).read_text())
     except OSError as exc:
-        raise KindError(f"cannot read the kind config {config}: {exc.strerror} (pass --config; the default lives in "
-                        "the gpulab repository's cluster-setup/kind/)") from None
+        raise KindError(f"cannot read the kind config {config}: {exc.strerror} (pass another --config, or none "
+                        "for the default topology's)") from None
     except kindconfig.KindConfigError as exc:
         raise KindError(f"{config}: {exc}") from None
-    gpus = load_simulated_gpus(gpus_file)
     expected = sum(1 for node in cluster.get("nodes") or [] if SIMULATED_GPU_LABEL in (node.get("labels") or {}))
     cluster_dir(name).mkdir(parents=True, exist_ok=True)
     kubeconfig = kubeconfig_path(name)
@@ -218,9 +256,10 @@ def up(name: str = "gpulab", config: Path = DEFAULT_CONFIG, gpus_file: Path = DE
         _run([kind, "create", "cluster", "--name", name, "--config", str(config), "--kubeconfig", str(kubeconfig),
               "--wait", wait], "kind create cluster")
     from ..gpustack import standins
-    from ..gpustack.client import Kube
+    from ..gpustack.operator import FIELD_MANAGER
+    from ..kubeclient import Kube
 
-    kube = Kube.from_kubeconfig(str(kubeconfig))
+    kube = Kube.from_kubeconfig(str(kubeconfig), field_manager=FIELD_MANAGER)
     try:
         for node, model, count in annotate_gpu_nodes(kube, gpus, expected):
             print(f"node/{node} annotated: {count}x {model}")

@@ -1,4 +1,7 @@
-"""Device allocation and what a GPU container then sees (gpulab.gpustack.allocation; docs/fidelity.md#gpustack)."""
+"""Device allocation and what a GPU container then sees (gpulab.gpustack.allocation; docs/fidelity.md#gpustack).
+
+Answers are read as the node agent reads them: the JSON of the pod annotation."""
+import json
 from datetime import datetime, timezone
 
 from gpulab.gpustack.allocation import allocate, allocated_ids, latency_figures
@@ -20,9 +23,12 @@ def pod(name="p", resource="nvidia.com/gpu", count=1, uid="u1"):
             "spec": {"containers": [{"name": "main", "resources": {"limits": {resource: str(count)}}}]}}
 
 
-def run(p, devices, used=(), config=NO_SHARING, layout=None):
-    return allocate(p, devices, set(used), config, model=H100, node_name="n", layout=layout or whole_gpus(8),
-                    driver_version="580.105.08", now=NOW)
+SMI = "/usr/bin/nvidia-smi"
+
+
+def run(p, devices, used=(), config=NO_SHARING, layout=None) -> dict:
+    return json.loads(allocate(p, devices, set(used), config, model=H100, node_name="n",
+                               layout=layout or whole_gpus(8), driver_version="580.105.08", now=NOW).to_json())
 
 
 def test_exclusive_gpu_gets_the_first_free_uuid_and_nvidia_smi():
@@ -30,10 +36,15 @@ def test_exclusive_gpu_gets_the_first_free_uuid_and_nvidia_smi():
     doc = run(pod(), devices, used={gpu_uuid("n", 0)})
     main = doc["containers"]["main"]
     assert main["devices"] == {"nvidia.com/gpu": [gpu_uuid("n", 1)]}
-    assert main["env"] == {"NVIDIA_VISIBLE_DEVICES": gpu_uuid("n", 1)}
-    assert main["commands"]["nvidia-smi -L"] == f"GPU 0: NVIDIA H100 80GB HBM3 (UUID: {gpu_uuid('n', 1)})\n"
-    assert main["commands"]["nvidia-smi"].startswith("Sat Nov 29 12:00:00 2025       \n+---")
-    assert "00000000:64:00.0" in main["commands"]["nvidia-smi"]    # the second GPU's bus id
+    response = main["response"]
+    assert response["envs"] == {"NVIDIA_VISIBLE_DEVICES": gpu_uuid("n", 1)}
+    assert [d["containerPath"] for d in response["devices"]] == [
+        "/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
+    assert {d["permissions"] for d in response["devices"]} == {"rw"}
+    assert response["mounts"] == [{"containerPath": SMI, "hostPath": "/run/nvidia/driver" + SMI, "readOnly": True}]
+    assert main["programs"][SMI]["-L"] == f"GPU 0: NVIDIA H100 80GB HBM3 (UUID: {gpu_uuid('n', 1)})\n"
+    assert main["programs"][SMI][""].startswith("Sat Nov 29 12:00:00 2025       \n+---")
+    assert "00000000:64:00.0" in main["programs"][SMI][""]    # the second GPU's bus id
 
 
 def test_time_slicing_spreads_replicas_over_gpus_and_shows_a_whole_gpu():
@@ -44,8 +55,9 @@ def test_time_slicing_spreads_replicas_over_gpus_and_shows_a_whole_gpu():
     physical = {i.split("::")[0] for i in ids}
     assert len(physical) == 2 and first[0].split("::")[0] not in physical
     expected = list(dict.fromkeys(i.split("::")[0] for i in ids))
-    assert two["env"]["NVIDIA_VISIBLE_DEVICES"] == ",".join(expected)
-    assert two["commands"]["nvidia-smi -L"].count("NVIDIA H100 80GB HBM3") == 2
+    assert two["response"]["envs"]["NVIDIA_VISIBLE_DEVICES"] == ",".join(expected)
+    assert two["programs"][SMI]["-L"].count("NVIDIA H100 80GB HBM3") == 2
+    assert [d["containerPath"] for d in two["response"]["devices"]][:2] == ["/dev/nvidia0", "/dev/nvidia1"]
 
 
 def test_fail_requests_greater_than_one_is_the_plugins_error():
@@ -66,14 +78,13 @@ def test_a_mig_device_shows_only_its_slice():
     devices = listed_devices("n", layout, "mixed", NO_SHARING)
     main = run(pod(resource="nvidia.com/mig-1g.10gb"), devices, layout=layout)["containers"]["main"]
     (device,) = main["devices"]["nvidia.com/mig-1g.10gb"]
-    assert device.startswith("MIG-") and main["env"]["NVIDIA_VISIBLE_DEVICES"] == device
-    listing = main["commands"]["nvidia-smi -L"].splitlines()
+    assert device.startswith("MIG-") and main["response"]["envs"]["NVIDIA_VISIBLE_DEVICES"] == device
+    listing = main["programs"][SMI]["-L"].splitlines()
     assert listing[1] == f"  MIG 1g.10gb     Device  0: (UUID: {device})"
     assert len(listing) == 2
 
 
 def test_latency_figures_count_busy_neighbours_on_the_same_gpu():
-    import json
     devices = listed_devices("n", whole_gpus(1), "none", SLICED)
     pods = []
     used: set[str] = set()

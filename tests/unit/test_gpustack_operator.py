@@ -1,5 +1,5 @@
 """The operator's objects and ClusterPolicy status (gpulab.gpustack.operator; docs/fidelity.md#gpustack)."""
-from gpulab.gpustack import client
+from gpulab import kubeclient as client
 from gpulab.gpustack.chart import cluster_policy, parse_set, values_for
 from gpulab.gpustack.operator import daemonset_ready, desired_objects, policy_status, status_object
 

@@ -4,7 +4,7 @@ import gzip
 import json
 from datetime import datetime, timezone
 
-from gpulab.gpustack import client
+from gpulab.gpustack.operator import CLUSTERPOLICIES
 from gpulab.gpustack.chart import values_for
 from gpulab.gpustack.install import Release, _release_secret, render, summary
 
@@ -24,7 +24,7 @@ def test_rendered_objects():
     worker = objects[4][1]["spec"]["template"]["spec"]
     assert worker["containers"][0]["image"] == "registry.k8s.io/nfd/node-feature-discovery:v0.18.2"
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in worker["tolerations"]
-    assert objects[7][0] is client.CLUSTERPOLICIES
+    assert objects[7][0] is CLUSTERPOLICIES
 
 
 def test_release_secret_is_helms_format():

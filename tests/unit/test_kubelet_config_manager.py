@@ -1,16 +1,15 @@
-"""The device plugin image's ``config-manager`` behaviour (data/images.yaml) and ``node-label``, the node-label reader
-only behaviour scripts have: the choice of k8s-device-plugin ``cmd/config-manager/main.go`` ``updateConfigName``,
-its klog lines, exit 1 on error, and the sidecar choosing again when the node label changes."""
+"""The device plugin image's ``config-manager`` (gpulab/gpustack/configmanager.py, a native program of the node
+agent): the choice of k8s-device-plugin ``cmd/config-manager/main.go`` ``updateConfigName``, its klog lines, exit 1
+on error, and the sidecar choosing again when the node label changes."""
 from __future__ import annotations
 
 import pytest
 
-from gpulab.cluster.kubelet.images import default_catalog, parse_reference
+from gpulab.cluster.kubelet.images import parse_reference
 from gpulab.cluster.kubelet.process import Process
 from gpulab.cluster.kubelet.shell import FileSystem, World
-from test_kubelet_harness import container, run, shell
+from test_kubelet_harness import CATALOG, container, run, shell
 
-CATALOG = default_catalog()
 START = 1_767_225_600.0   # 2026-01-01T00:00:00Z: klog's header reads I0101 00:00:00.000000
 IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.18.1"
 LABEL = "nvidia.com/device-plugin.config"
@@ -114,14 +113,6 @@ def test_the_sidecar_chooses_again_when_the_label_changes_and_exits_1_when_it_ca
     at = "00:00:45.000000"
     assert lines(proc)[12:] == [detected("a100", at), klog(208, "specified config a100 does not exist", "E", at)]
     assert (proc.exit_code, proc.finished) == (1, START + 45)
-
-
-def test_node_label_is_for_behaviour_scripts_only():
-    proc = Process(World(image=CATALOG.resolve(parse_reference("busybox")), catalog=CATALOG, env=[],
-                         files=FileSystem(), hostname="p", nproc=1, kernel="6.8.0-gpulab",
-                         node_labels=lambda: {"zone": "a"}), ["sh", "-c", "node-label zone"], START)
-    proc.advance(START + 1)
-    assert (lines(proc), proc.exit_code) == (["sh: node-label: not found"], 127)
 
 
 def test_a_label_naming_a_missing_config_keeps_the_pod_in_init_until_it_is_fixed():

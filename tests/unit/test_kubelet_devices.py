@@ -4,11 +4,11 @@ from __future__ import annotations
 import asyncio
 import json
 
-from gpulab.cluster.kubelet.devices import ALLOCATION_ANNOTATION, PLUGIN_RESOURCES_ANNOTATION
-from test_kubelet_harness import container, run, shell
+from gpulab.contract import ALLOCATION_ANNOTATION, PLUGIN_RESOURCES_ANNOTATION
+from test_kubelet_harness import H100, container, run, shell
 
 GPU = "nvidia.com/gpu"
-H100 = {"name": "worker", "gpu_model": "NVIDIA H100 80GB HBM3", "gpu_count": 8}
+SMI = "/usr/bin/nvidia-smi"
 
 
 def advertise_gpus(h, count: int = 8, plugin: bool = True, node: str = "worker") -> None:
@@ -23,6 +23,17 @@ def advertise_gpus(h, count: int = 8, plugin: bool = True, node: str = "worker")
 
 def gpu_container(n: int = 1, **fields) -> dict:
     return container(resources={"requests": {GPU: str(n)}, "limits": {GPU: str(n)}}, **fields)
+
+
+def answer(device_ids: list[str], *, envs: dict | None = None, nodes: tuple[str, ...] = (),
+           programs: dict | None = None) -> dict:
+    """One container's share of an allocation answer: the device plugin API's response and mounted programs."""
+    response = {"envs": envs or {}, "devices": [{"containerPath": p, "hostPath": p, "permissions": "rw"} for p in nodes]}
+    doc = {"devices": {GPU: device_ids}, "response": response}
+    if programs:
+        response["mounts"] = [{"containerPath": path, "hostPath": path, "readOnly": True} for path in programs]
+        doc["programs"] = programs
+    return doc
 
 
 def allocate(h, pod: str, body: dict) -> None:
@@ -79,9 +90,9 @@ def test_a_gpu_pod_waits_for_its_allocation_then_sees_its_device():
         assert pod["status"]["phase"] == "Pending" and "podIP" not in pod["status"]
         assert pod["status"]["containerStatuses"][0]["state"] == {"waiting": {"reason": "ContainerCreating"}}
         assert h.event_count("smi", "Pulling") == 0
-        allocate(h, "smi", {"containers": {"c": {
-            "devices": {GPU: ["GPU-3b4c1e7a"]}, "env": {"NVIDIA_VISIBLE_DEVICES": "GPU-3b4c1e7a"},
-            "commands": {"nvidia-smi -L": "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-3b4c1e7a)\n"}}}})
+        allocate(h, "smi", {"containers": {"c": answer(
+            ["GPU-3b4c1e7a"], envs={"NVIDIA_VISIBLE_DEVICES": "GPU-3b4c1e7a"}, nodes=("/dev/nvidia0", "/dev/nvidiactl"),
+            programs={SMI: {"-L": "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-3b4c1e7a)\n"}})}})
         await h.phase("smi", "Succeeded")
         assert h.api.logs("default", "smi", {}) == \
             "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-3b4c1e7a)\nGPU-3b4c1e7a\nnvidia0\n"
@@ -108,8 +119,8 @@ def test_vectoradd_needs_its_gpu():
         image = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
         h.pod("vectoradd", [gpu_container(image=image)], restartPolicy="OnFailure")
         await asyncio.sleep(0.05)
-        allocate(h, "vectoradd", {"containers": {"c": {"devices": {GPU: ["GPU-1"]},
-                                                        "env": {"NVIDIA_VISIBLE_DEVICES": "GPU-1"}}}})
+        allocate(h, "vectoradd", {"containers": {"c": answer(["GPU-1"], envs={"NVIDIA_VISIBLE_DEVICES": "GPU-1"},
+                                                             nodes=("/dev/nvidia0", "/dev/nvidiactl"))}})
         await h.phase("vectoradd", "Succeeded")
         assert h.api.logs("default", "vectoradd", {}).splitlines()[-2:] == ["Test PASSED", "Done"]
         h.pod("no-gpu", [container(image=image)], restartPolicy="Never")
@@ -117,3 +128,32 @@ def test_vectoradd_needs_its_gpu():
         assert h.api.logs("default", "no-gpu", {}) == ("[Vector addition of 50000 elements]\nFailed to allocate device "
                                                        "vector A (error code no CUDA-capable device is detected)!\n")
     run(body, nodes=(H100,))
+
+
+def test_any_plugins_device_nodes_and_mounts_are_created_as_given():
+    """The node agent knows no vendor: another plugin's resource, device nodes, mounts and program work alike."""
+    fpga = "example.com/fpga"
+
+    async def body(h):
+        h.api.patch("nodes", "worker", {"metadata": {"annotations": {PLUGIN_RESOURCES_ANNOTATION: fpga}}}, "merge")
+        current = h.api.get("nodes", "worker")
+        current["status"]["capacity"][fpga] = current["status"]["allocatable"][fpga] = "2"
+        h.api.update("nodes", current, subresource="status", manager="fpga-device-plugin")
+        tool = "/opt/fpga/bin/fpga-info"
+        h.pod("accel", [container(resources={"limits": {fpga: "1"}}, **shell(
+            f"ls /dev/xfpga0 /dev/xfpga-ctl /etc/fpga.conf; [ -x {tool} ] && [ ! -x /etc/fpga.conf ] && echo runs; "
+            "fpga-info --list; echo $FPGA_SLOT"))],
+              restartPolicy="Never")
+        await asyncio.sleep(0.1)
+        allocate(h, "accel", {"containers": {"c": {"devices": {fpga: ["slot-1"]}, "response": {
+            "envs": {"FPGA_SLOT": "1"},
+            "devices": [{"containerPath": "/dev/xfpga0", "hostPath": "/dev/xfpga1", "permissions": "rw"},
+                        {"containerPath": "/dev/xfpga-ctl", "hostPath": "/dev/xfpga-ctl", "permissions": "r"}],
+            "mounts": [{"containerPath": tool, "hostPath": tool, "readOnly": True},
+                       {"containerPath": "/etc/fpga.conf", "hostPath": "/etc/fpga.conf", "readOnly": True}],
+            "cdiDevices": [{"name": "example.com/fpga=slot-1"}]},
+            "programs": {tool: {"--list": "slot 1: ready\n"}}}}})
+        await h.phase("accel", "Succeeded")
+        assert h.api.logs("default", "accel", {}).splitlines() == [
+            "/dev/xfpga0", "/dev/xfpga-ctl", "/etc/fpga.conf", "runs", "slot 1: ready", "1"]
+    run(body)

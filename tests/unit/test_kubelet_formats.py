@@ -6,11 +6,10 @@ import pytest
 from gpulab.cluster.errors import ApiError
 from gpulab.cluster.gofmt import rfc3339_nano
 from gpulab.cluster.kubelet.backoff import Backoff
-from gpulab.cluster.kubelet.images import InvalidReference, PullError, default_catalog, parse_reference
+from gpulab.cluster.kubelet.images import InvalidReference, PullError, parse_reference
 from gpulab.cluster.kubelet.logs import container_id_for_logs
 from gpulab.cluster.kubelet.podstatus import get_phase
-
-CATALOG = default_catalog()
+from test_kubelet_harness import CATALOG
 
 
 @pytest.mark.parametrize("image,full", [

@@ -2,6 +2,7 @@
 
 Not a test module: the other test_kubelet_* modules import :func:`run` and :class:`Harness`. Time is
 scaled (``SCALE``) so back-offs and pulls take milliseconds; programs' ``sleep`` takes real seconds.
+The node agent pulls from the catalog the embedded server composes (its own images and the GPU stack's).
 """
 from __future__ import annotations
 
@@ -11,10 +12,16 @@ import time
 
 from gpulab.cluster.api import Api
 from gpulab.cluster.kubelet import Kubelet
+from gpulab.cluster.kubelet.images import load_catalog
 from gpulab.cluster.store import Store
 from gpulab.cluster.topology import NodeSpec, node_object
+from gpulab.contract import GPU_COUNT_ANNOTATION, GPU_MODEL_ANNOTATION
+from gpulab.embedded import node_images
 
 SCALE = 0.01
+CATALOG = load_catalog(*node_images())     # what the embedded server's node agent pulls from
+# A node whose hardware annotations say 8x H100 (what the topology's `gpu` field writes).
+H100 = {"name": "worker", "annotations": {GPU_MODEL_ANNOTATION: "NVIDIA H100 80GB HBM3", GPU_COUNT_ANNOTATION: "8"}}
 
 
 class Harness:
@@ -44,7 +51,7 @@ class Harness:
         return self.api.create("nodes", node_object(NodeSpec(name, **spec), self._nodes), manager="kubelet")
 
     async def start(self) -> None:
-        self.kubelet = Kubelet(self.api, scale=self.scale)
+        self.kubelet = Kubelet(self.api, scale=self.scale, catalog=CATALOG)
         self._task = asyncio.create_task(self.kubelet.run())
         await asyncio.sleep(0.02)
 

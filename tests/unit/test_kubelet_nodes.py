@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import asyncio
 
-from test_kubelet_harness import container, run
+from test_kubelet_harness import H100, container, run
 
 GPU = "nvidia.com/gpu"
 
@@ -69,4 +69,4 @@ def test_status_images_lists_pulled_images_and_keeps_extended_resources():
         sizes = [i["sizeBytes"] for i in node["status"]["images"]]
         assert sizes == sorted(sizes, reverse=True)
         assert node["status"]["capacity"][GPU] == "8" and node["status"]["allocatable"][GPU] == "8"
-    run(body, nodes=({"name": "worker", "gpu_model": "NVIDIA H100 80GB HBM3", "gpu_count": 8},))
+    run(body, nodes=(H100,))

@@ -3,15 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab.cluster.kubelet.images import default_catalog, parse_reference
+from gpulab.cluster.kubelet.images import parse_reference
 from gpulab.cluster.kubelet.process import Process
 from gpulab.cluster.kubelet.shell import FileSystem, World
-
-CATALOG = default_catalog()
+from test_kubelet_harness import CATALOG
 START = 1_767_225_600.0   # 2026-01-01T00:00:00Z
 
 
-def make_world(image: str = "busybox", env: tuple = (), injected: dict | None = None) -> World:
+def make_world(image: str = "busybox", env: tuple = (), mounted: dict | None = None) -> World:
     img = CATALOG.resolve(parse_reference(image))
     files = FileSystem()
     for d in ("/tmp", "/etc", "/dev", "/root"):
@@ -20,7 +19,7 @@ def make_world(image: str = "busybox", env: tuple = (), injected: dict | None = 
     files.add_file("/config/model.txt", "llama-3-8b\n")
     files.add_file("/scripts/run.sh", "#!/bin/sh\necho script says $1\n", 0o755)
     return World(image=img, catalog=CATALOG, env=[*img.env, ("HOSTNAME", "mypod"), *env], files=files,
-                 hostname="mypod", nproc=4, kernel="6.8.0-gpulab", injected=injected or {})
+                 hostname="mypod", nproc=4, kernel="6.8.0-gpulab", mounted=mounted or {})
 
 
 def run(script_or_argv, image: str = "busybox", until: float = 10_000, **kw) -> tuple[str, int | None, Process]:
@@ -109,13 +108,14 @@ def test_the_stop_signal_follows_pid_1():
     assert script.stop(START + 10) is False
 
 
-def test_injected_commands_and_device_environment():
-    output, code, _ = run("nvidia-smi -L; nvidia-smi; echo $NVIDIA_VISIBLE_DEVICES",
+def test_mounted_programs_and_device_environment():
+    output, code, _ = run("nvidia-smi -L; nvidia-smi; /usr/bin/nvidia-smi -q; echo $NVIDIA_VISIBLE_DEVICES",
                           "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
                           env=(("NVIDIA_VISIBLE_DEVICES", "GPU-1"),),
-                          injected={"nvidia-smi -L": "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n",
-                                    "nvidia-smi": "+-----+\n| NVIDIA-SMI |\n"})
-    assert (output, code) == ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n+-----+\n| NVIDIA-SMI |\nGPU-1\n", 0)
+                          mounted={"/usr/bin/nvidia-smi": {"-L": "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n",
+                                                           "": "+-----+\n| NVIDIA-SMI |\n"}})
+    assert (output, code) == ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n+-----+\n| NVIDIA-SMI |\n"
+                              "+-----+\n| NVIDIA-SMI |\nGPU-1\n", 0)
 
 
 def test_the_cuda_entrypoint_banner_warns_without_a_driver():

@@ -6,7 +6,8 @@ from gpulab.cluster.objects import clone
 from gpulab.cluster.scheduler import DEFAULT_PROFILE, ProfileScheduler
 from gpulab.cluster.scheduler.registry import REGISTRY
 from gpulab.cluster.store import Store
-from gpulab.cluster.topology import default_topology, node_object
+from gpulab.cluster.topology import node_object
+from gpulab.embedded import TOPOLOGY
 
 GPU = "nvidia.com/gpu"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -35,7 +36,7 @@ class Cluster:
             self.api.create("serviceaccounts", {"apiVersion": "v1", "kind": "ServiceAccount",
                                                 "metadata": {"name": "default", "namespace": ns}})
         advertised = dict(gpus)
-        for i, spec in enumerate(default_topology("gpulab") if nodes is None else nodes):
+        for i, spec in enumerate(TOPOLOGY.nodes(None, "gpulab") if nodes is None else nodes):
             node = node_object(spec, i)
             if spec.name in advertised:
                 for field in ("capacity", "allocatable"):

@@ -3,7 +3,7 @@
 Ports of pkg/controller/daemon/util/daemonset_util.go (v1.36):
 ``AddOrUpdateDaemonPodTolerations`` (the tolerations every daemon pod gets:
 the ``node.kubernetes.io/*`` condition taints only, never a custom taint such
-as ``nvidia.com/gpu``), ``CreatePodTemplate``, ``ReplaceDaemonSetPodNodeNameNodeAffinity``,
+as ``example.com/gpu``), ``CreatePodTemplate``, ``ReplaceDaemonSetPodNodeNameNodeAffinity``,
 ``GetTargetNodeName``, ``IsPodUpdated``; and of daemon_controller.go's
 ``NodeShouldRunDaemonPod``/``predicates`` and controller_history.go's
 ``getPatch`` (what a ControllerRevision stores). Node affinity and taint

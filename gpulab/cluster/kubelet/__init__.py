@@ -1,4 +1,4 @@
-"""The node agent: the kubelet of every node of the embedded cluster (see agent.py)."""
-from .agent import Kubelet
+"""The node agent: the kubelet of every node of the embedded cluster (see kubelet.py)."""
+from .kubelet import Kubelet
 
 __all__ = ["Kubelet"]

@@ -3,7 +3,7 @@
 Port of pkg/kubelet/lifecycle/predicate.go (v1.36) ``predicateAdmitHandler.Admit``: the OS checks,
 then the scheduler's ``AdmissionCheck`` (NodeResourcesFit counted against the pods already admitted
 here, required node affinity/selector, host ports) and the NoExecute taints. Only the first failure
-is reported, as ``OutOf<resource>`` (``Node didn't have enough resource: nvidia.com/gpu, requested: 1,
+is reported, as ``OutOf<resource>`` (``Node didn't have enough resource: example.com/gpu, requested: 1,
 used: 8, capacity: 8``) or ``<Plugin>`` (``Predicate NodeAffinity failed: ...``). A pod the scheduler
 placed passes by construction; pods that name ``spec.nodeName`` themselves are the ones rejected. The
 resource arithmetic is the scheduler's own (pkg/kubelet imports it upstream too).

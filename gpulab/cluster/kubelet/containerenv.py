@@ -7,9 +7,11 @@
 * Command line: ``command`` replaces the image ENTRYPOINT (and drops CMD), ``args`` replace CMD, both with
   ``$(VAR)`` expanded (third_party/forked/golang/expansion).
 * Files: the kubelet-managed /etc/hosts (pkg/kubelet/kubelet_pods.go managedHostsFileContent) and
-  /etc/resolv.conf (ClusterFirst), the image's /etc/os-release, and the pod's volumes (configMap, secret,
-  downwardAPI, projected service account token; other volume types are empty directories). A missing
-  ConfigMap or Secret fails the mount like the volume manager (``MountVolume.SetUp failed for volume ...``).
+  /etc/resolv.conf (ClusterFirst), the image's /etc/os-release, the device nodes and mounts of the device
+  plugin's answer (the runtime's OCI spec ``linux.devices`` and ``mounts``: empty files, programs
+  executable), and the pod's volumes (configMap, secret, downwardAPI, projected service account token;
+  other volume types are empty directories). A missing ConfigMap or Secret fails the mount like the volume
+  manager (``MountVolume.SetUp failed for volume ...``).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import json
 import math
 import posixpath
 
+from ...contract import ContainerAllocation
 from ..api import Api
 from ..quantity import parse_quantity
 from .images import Image
@@ -321,8 +324,13 @@ def _downward(pod: dict, item: dict, host_ip: str, pod_ip: str) -> str:
     return ""
 
 
+def _device_mode(permissions: str) -> int:
+    """A device node's file mode from cgroup permissions (``r``, ``w``; ``m`` is mknod, no mode bit)."""
+    return (0o444 if "r" in permissions else 0) | (0o222 if "w" in permissions else 0)
+
+
 def container_files(pod: dict, container: dict, image: Image, volumes: dict[str, dict[str, tuple[str, int]]], *,
-                    pod_ip: str, gpu_devices: int) -> FileSystem:
+                    pod_ip: str, allocation: ContainerAllocation) -> FileSystem:
     fs = FileSystem()
     for d in _BASE_DIRS:
         fs.mkdirs(d)
@@ -332,11 +340,11 @@ def container_files(pod: dict, container: dict, image: Image, volumes: dict[str,
     fs.add_file("/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n")
     if image.os_release:
         fs.add_file("/etc/os-release", image.os_release + "\n")
-    if gpu_devices:
-        for i in range(gpu_devices):
-            fs.add_file(f"/dev/nvidia{i}", "", 0o666)
-        for node in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"):
-            fs.add_file(f"/dev/{node}", "", 0o666)
+    for device in allocation.response.devices:
+        fs.add_file(device.container_path, "", _device_mode(device.permissions))
+    for mount in allocation.response.mounts:
+        mode = 0o755 if mount.container_path in allocation.programs else 0o444 if mount.read_only else 0o644
+        fs.add_file(mount.container_path, "", mode)
     for mount in container.get("volumeMounts") or ():
         files = volumes.get(mount.get("name"), {})
         target = mount.get("mountPath", "/")

@@ -1,8 +1,10 @@
 """Which images exist: image references, the catalog of pullable images and the errors a pull meets.
 
-A node here has no network, so "pulling" an image means looking its reference up in
-``data/images.yaml`` (described for people in docs/images.md). The outcome mirrors
-containerd 2.x resolving the reference against the registry:
+A node here has no network, so "pulling" an image means looking its reference up in the catalog:
+``data/images.yaml`` (described for people in docs/images.md), plus the documents in the same format
+that whoever composes the server adds (:class:`CatalogSource`; ``gpulab/embedded.py`` adds those of the
+programs it runs alongside the cluster). The outcome mirrors containerd 2.x
+resolving the reference against the registry:
 
 * an unknown registry host fails in DNS (``dial tcp: lookup HOST on RESOLVER: no such host``);
 * an unknown repository on a known registry gets that registry's answer (Docker Hub's
@@ -22,9 +24,11 @@ import urllib.parse
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
+from typing import Mapping
 
 import yaml
 
+from ...contract import NativeProgram
 from .serving import HttpService, parse_serves
 
 DEFAULT_DOMAIN = "docker.io"
@@ -103,14 +107,20 @@ def parse_reference(image: str) -> ImageReference:
 
 @dataclass(frozen=True)
 class Behaviour:
-    """What a known program does (data/images.yaml ``behaviours``)."""
+    """What a known program does (data/images.yaml ``behaviours``).
+
+    ``needs_device``: a device node the program opens; without it in the container it runs
+    ``without_device_script`` instead. ``native``: the program is written in Python (supplied with the
+    catalog document that names it) rather than as a script.
+    """
 
     script: str = ""
     serve: bool = False
     on_stop_script: str | None = None
     on_stop_exit: int = 0
-    needs_gpu: bool = False
-    no_gpu_script: str = ""
+    needs_device: str | None = None
+    without_device_script: str = ""
+    native: NativeProgram | None = None
     serves: tuple[HttpService, ...] = ()      # the ports it listens on while serving (serving.py)
 
     @property
@@ -196,38 +206,62 @@ def image_digest(repository: str, tag: str) -> str:
     return "sha256:" + hashlib.sha256(f"{repository}:{tag}".encode()).hexdigest()
 
 
-def _flatten(values) -> list[str]:
-    out: list[str] = []
-    for v in values or ():
-        out.extend(_flatten(v) if isinstance(v, list) else [str(v)])
-    return out
+@dataclass(frozen=True)
+class CatalogSource:
+    """A document in data/images.yaml's format and the native programs its behaviours name (``native: true``)."""
+
+    text: str
+    programs: Mapping[str, NativeProgram] = field(default_factory=dict)
 
 
-def _behaviour(spec: dict) -> Behaviour:
+def _behaviour(name: str, spec: dict, programs: Mapping[str, NativeProgram]) -> Behaviour:
     stop = spec.get("onStop")
+    native = None
+    if spec.get("native"):
+        if name not in programs:
+            raise ValueError(f"behaviour {name!r} is native, but no program of that name was supplied")
+        native = programs[name]
     return Behaviour(script=spec.get("script", ""), serve=bool(spec.get("serve")),
                      on_stop_script=(stop or {}).get("script", "") if stop is not None else None,
-                     on_stop_exit=int((stop or {}).get("exit", 0)), needs_gpu=bool(spec.get("needsGpu")),
-                     no_gpu_script=spec.get("noGpu", ""), serves=parse_serves(spec.get("serves")))
+                     on_stop_exit=int((stop or {}).get("exit", 0)), needs_device=spec.get("needsDevice"),
+                     without_device_script=spec.get("withoutDevice", ""), native=native,
+                     serves=parse_serves(spec.get("serves")))
 
 
-def load_catalog(text: str) -> Catalog:
-    doc = yaml.safe_load(text)
+def load_catalog(*extra: CatalogSource) -> Catalog:
+    """The catalog of data/images.yaml with the ``extra`` documents merged in, in order (a later document adds
+    registries, behaviours, shells, program sets and images; an image may use the program sets of any of them)."""
+    base = CatalogSource(resources.files(__package__).joinpath("data/images.yaml").read_text())
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)    # libyaml when built in: ten times faster here
+    docs = [(yaml.load(source.text, Loader=loader) or {}, source.programs) for source in (base, *extra)]
+    program_sets: dict[str, list[str]] = {}
+    registries: dict[str, dict] = {}
+    behaviours: dict[str, Behaviour] = {}
+    shells: dict[str, str] = {}
+    resolver = ""
+    for doc, programs in docs:
+        program_sets.update(doc.get("programSets") or {})
+        registries.update(doc.get("registries") or {})
+        behaviours.update({name: _behaviour(name, b, programs) for name, b in (doc.get("behaviours") or {}).items()})
+        shells.update(doc.get("shells") or {})
+        resolver = doc.get("resolver", resolver)
     entries = []
-    for spec in doc["images"]:
-        programs = spec.get("programs")
-        image = Image(
-            repository=spec["repository"], size=int(spec["size"]),
-            entrypoint=tuple(spec.get("entrypoint") or ()), cmd=tuple(spec.get("cmd") or ()),
-            env=tuple((k, str(v)) for k, v in (spec.get("env") or {}).items()), shell=spec.get("shell"),
-            programs=None if programs is None else frozenset(_flatten(programs)),
-            os_release=spec.get("osRelease", ""))
-        entries.append(_Entry(image, re.compile(spec["tags"]), tuple(str(t) for t in spec.get("preloaded") or ())))
-    return Catalog(entries=entries, registries=doc["registries"],
-                   behaviours={name: _behaviour(b) for name, b in doc["behaviours"].items()},
-                   shells=doc["shells"], resolver=doc["resolver"])
+    for doc, _ in docs:
+        for spec in doc.get("images") or ():
+            sets, listed = spec.get("programSets"), spec.get("programs")
+            programs = None
+            if sets is not None or listed is not None:
+                programs = frozenset([p for s in sets or () for p in program_sets[s]] + [str(p) for p in listed or ()])
+            image = Image(
+                repository=spec["repository"], size=int(spec["size"]),
+                entrypoint=tuple(spec.get("entrypoint") or ()), cmd=tuple(spec.get("cmd") or ()),
+                env=tuple((k, str(v)) for k, v in (spec.get("env") or {}).items()), shell=spec.get("shell"),
+                programs=programs, os_release=spec.get("osRelease", ""))
+            entries.append(_Entry(image, re.compile(spec["tags"]), tuple(str(t) for t in spec.get("preloaded") or ())))
+    return Catalog(entries=entries, registries=registries, behaviours=behaviours, shells=shells, resolver=resolver)
 
 
 @lru_cache(maxsize=1)
 def default_catalog() -> Catalog:
-    return load_catalog(resources.files(__package__).joinpath("data/images.yaml").read_text())
+    """The images any cluster's nodes can pull (data/images.yaml alone)."""
+    return load_catalog()

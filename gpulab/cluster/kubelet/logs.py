@@ -15,7 +15,7 @@ from ..gofmt import rfc3339_nano
 from ..objects import parse_time
 
 if TYPE_CHECKING:
-    from .agent import Kubelet
+    from .kubelet import Kubelet
 
 
 def _status_of(pod: dict, container: str) -> dict | None:

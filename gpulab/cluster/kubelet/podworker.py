@@ -16,6 +16,7 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING
 
+from ...contract import Allocation, ContainerAllocation
 from ..errors import ApiError
 from ..gofmt import go_duration, truncate_ms
 from ..objects import parse_time, rfc3339
@@ -29,7 +30,7 @@ from .shell import World
 from .exec import start_failure
 
 if TYPE_CHECKING:
-    from .agent import Kubelet
+    from .kubelet import Kubelet
 
 _RUNC = ("failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create "
          "failed: unable to start container process: error during container init: ")
@@ -136,7 +137,7 @@ class PodWorker:
         self.kill_at: float | None = None
         self.deleted = False
         self.next_wake: float | None = None
-        self.allocation: devices.Allocation | None = None
+        self.allocation: Allocation | None = None
         self.next_mount_retry = 0.0
 
     # --- helpers -----------------------------------------------------------
@@ -307,9 +308,9 @@ class PodWorker:
                 return False
             self.allocation = allocation
         else:
-            # No device-plugin resource requested, but the runtime may still inject devices (the NVIDIA
-            # container toolkit does for NVIDIA_VISIBLE_DEVICES=all, e.g. the operator's cuda validator):
-            # an allocation already on the pod applies without waiting for one.
+            # No device-plugin resource requested, but a runtime hook may still give the container devices
+            # (a vendor's container toolkit does for an environment variable asking for all of them): an
+            # allocation already on the pod applies without waiting for one.
             allocation = devices.read_allocation(self.pod)
             if allocation is not None and not allocation.error:
                 self.allocation = allocation
@@ -493,23 +494,27 @@ class PodWorker:
 
     def _config(self, run: ContainerRun, image: Image) -> tuple[list[tuple[str, str]], list[str]]:
         """generateContainerConfig: environment and command line (ContainerConfigError when a source is missing)."""
-        alloc = self.allocation.for_container(run.name) if self.allocation else devices.ContainerAllocation()
+        alloc = self._allocation_of(run)
         node = self.k.api.store.get("nodes", "", self.node_name) or {}
         allocatable = (node.get("status") or {}).get("allocatable") or {}
-        env = container_env(self.k.api, self.pod, run.spec, image, alloc.env, host_ip=self.node.host_ip,
+        env = container_env(self.k.api, self.pod, run.spec, image, alloc.response.envs, host_ip=self.node.host_ip,
                             pod_ip=self.ip or "", allocatable=allocatable)
         return env, container_argv(run.spec, image, dict(env))
 
+    def _allocation_of(self, run: ContainerRun) -> ContainerAllocation:
+        return self.allocation.for_container(run.name) if self.allocation else ContainerAllocation()
+
     def _world(self, run: ContainerRun, image: Image, env: list[tuple[str, str]]) -> World:
-        alloc = self.allocation.for_container(run.name) if self.allocation else devices.ContainerAllocation()
-        gpus = sum(len(ids) for res, ids in alloc.devices.items() if res.startswith("nvidia.com/"))
-        files = container_files(self.pod, run.spec, image, self.volumes or {}, pod_ip=self.ip or "", gpu_devices=gpus)
+        alloc = self._allocation_of(run)
+        files = container_files(self.pod, run.spec, image, self.volumes or {}, pod_ip=self.ip or "", allocation=alloc)
+        mounted = {m.container_path: alloc.programs[m.container_path] for m in alloc.response.mounts
+                   if m.container_path in alloc.programs}
         node = self.k.api.store.get("nodes", "", self.node_name) or {}
         capacity = (node.get("status") or {}).get("capacity") or {}
         info = (node.get("status") or {}).get("nodeInfo") or {}
         return World(image=image, catalog=self.k.catalog, env=env, files=files, hostname=pod_hostname(self.pod),
                      nproc=max(1, int(float(capacity.get("cpu", "1") or 1))), kernel=info.get("kernelVersion", ""),
-                     workdir=run.spec.get("workingDir") or "/", injected=dict(alloc.commands),
+                     workdir=run.spec.get("workingDir") or "/", mounted=mounted,
                      node_labels=self._node_labels)
 
     def _node_labels(self) -> dict[str, str]:

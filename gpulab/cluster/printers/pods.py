@@ -2,7 +2,7 @@
 
 A port of printPod in kubernetes/pkg/printers/internalversion/printers.go.
 STATUS is not the pod's phase: it is ``status.reason`` if set (such as
-``OutOfnvidia.com/gpu`` or ``UnexpectedAdmissionError``), ``SchedulingGated``
+``OutOfexample.com/gpu`` or ``UnexpectedAdmissionError``), ``SchedulingGated``
 while gated, then the first init container that has not finished
 (``Init:1/2``, ``Init:ErrImagePull``, ``Init:Error``), then the last
 regular container that is waiting or terminated (``ContainerCreating``,

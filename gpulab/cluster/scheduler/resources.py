@@ -7,7 +7,7 @@ pod-level cpu/memory requests, overhead), ``framework.Resource`` and its
 ``Add``/``SetMaxResource`` (pkg/scheduler/framework/types.go: cpu in
 millicores, everything else by ``Quantity.Value()``, i.e. rounded up) and the
 scalar-resource rules of pkg/apis/core/v1/helper (extended resources such as
-``nvidia.com/gpu``, ``hugepages-*``, ``*kubernetes.io/*``,
+``example.com/gpu``, ``hugepages-*``, ``*kubernetes.io/*``,
 ``attachable-volumes-*``). The "non-zero" request used for scoring adds
 100m cpu and 200 MiB memory to each container that requests none
 (pkg/scheduler/util/pod_resources.go).

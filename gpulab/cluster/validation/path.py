@@ -1,4 +1,4 @@
-"""Field paths as ``field.Path`` prints them: ``spec.containers[0].resources.limits[nvidia.com/gpu]``.
+"""Field paths as ``field.Path`` prints them: ``spec.containers[0].resources.limits[example.com/gpu]``.
 
 k8s.io/apimachinery/pkg/util/validation/field/path.go. Indexes and map keys
 are both written in brackets, keys without quotes.

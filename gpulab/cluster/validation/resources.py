@@ -4,9 +4,9 @@ Ports of pkg/apis/core/validation/validation.go (validateResourceName,
 validateContainerResourceName, ValidateResourceQuantityValue,
 validateResourceRequirements) and the predicates of
 pkg/apis/core/helper/helpers.go. Extended resources such as
-``nvidia.com/gpu`` must be whole numbers, may not be overcommitted (request
+``example.com/gpu`` must be whole numbers, may not be overcommitted (request
 equals limit) and need a limit -- these are the messages a learner sees for
-``nvidia.com/gpu: 0.5``.
+``example.com/gpu: 0.5``.
 """
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ import math
 import re
 from typing import Callable, Generator
 
+from ....contract import NativeProgram
 from .parse import AndOr, For, Group, If, Loop, Parser, Pipeline, Redirect, Seq, ShellSyntaxError, Simple, Word
 from .terminal import InputStream
 from .world import Action, Program, World
@@ -66,6 +67,32 @@ class FileSink:
         files.files[self.path] = (files.read(self.path) or "") + text
 
 
+class NativeProcess:
+    """What a native program sees (gpulab.contract.ContainerProcess), read from the shell that runs it."""
+
+    def __init__(self, shell: "Shell", argv: list[str]):
+        self._shell = shell
+        self.argv = list(argv)
+
+    def getenv(self, name: str) -> str | None:
+        return dict(self._shell.environ()).get(name)
+
+    def listdir(self, path: str) -> list[str] | None:
+        files = self._shell.world.files
+        path = files.normalize(path, self._shell.cwd)
+        return files.listdir(path) if path in files.dirs else None
+
+    def is_file(self, path: str) -> bool:
+        files = self._shell.world.files
+        return files.read(files.normalize(path, self._shell.cwd)) is not None
+
+    def node_label(self, key: str) -> str | None:
+        return self._shell.world.node_labels().get(key)
+
+    def now(self) -> float:
+        return self._shell.world.time
+
+
 SPECIAL_BUILTINS = {":", "true", "false", "exit", "export", "readonly", "unset", "set", "shift", "cd", "exec",
                     "eval", ".", "source", "read", "wait", "trap", "kill", "echo", "printf", "test", "[", "pwd",
                     "return"}
@@ -76,13 +103,11 @@ class Shell:
 
     def __init__(self, world: World, *, argv0: str = "sh", flavour: str = "dash", positional: list[str] = (),
                  env: list[tuple[str, str]] | None = None, fds: dict | None = None, stdin: str | None = None,
-                 is_pid1: bool = False, behaviour_utilities: dict[str, Callable] | None = None):
+                 is_pid1: bool = False):
         from .utilities import UTILITIES  # the utilities module uses Shell: import here to avoid a cycle
 
         self.world = world
         self.utilities: dict[str, Callable] = UTILITIES
-        # Commands only a behaviour's own script (and its subshells) can run, whatever the image holds.
-        self.behaviour_utilities: dict[str, Callable] = behaviour_utilities or {}
         self.vars: dict[str, str] = dict(world.env if env is None else env)
         self.exported: set[str] = set(self.vars)
         self.argv0 = argv0
@@ -252,7 +277,7 @@ class Shell:
                 status = yield from self.run_seq(node.body)
             return status
         if isinstance(node, Group) and node.subshell:
-            sub = self.child(positional=self.positional, behaviour_utilities=self.behaviour_utilities)
+            sub = self.child(positional=self.positional)
             sub.vars, sub.exported = dict(self.vars), set(self.exported)
             sub.errexit, sub.xtrace = self.errexit, self.xtrace
             try:
@@ -315,8 +340,6 @@ class Shell:
             from .utilities import run_builtin
 
             return (yield from run_builtin(self, argv))
-        if name in self.behaviour_utilities:
-            return (yield from self.behaviour_utilities[name](self, argv))
         prog = self.world.find_program(argv, self.utilities)
         if prog is None:
             yield from self._not_found(name)
@@ -324,18 +347,19 @@ class Shell:
         return (yield from self.run_program(prog, argv))
 
     def run_program(self, prog: Program, argv: list[str]) -> Gen:
-        if prog.kind == "injected":
+        if prog.kind == "mounted":
             yield from self.emit(1, prog.output)
             return 0
         if prog.kind == "utility":
             return (yield from self.utilities[prog.name](self, argv))
         if prog.kind == "behaviour":
-            from .utilities import BEHAVIOUR_UTILITIES
-
             b = prog.behaviour
-            script = b.no_gpu_script if b.needs_gpu and not self.world.has_gpu else b.script
+            if b.native is not None:
+                return (yield from self._run_native(b.native, argv))
+            script = b.without_device_script if b.needs_device and not self.world.files.exists(b.needs_device) \
+                else b.script
             sub = self.child(argv0=argv[0], positional=argv[1:], flavour=self.world.image.shell or "dash",
-                             is_pid1=self.is_pid1 and self.execing, behaviour_utilities=BEHAVIOUR_UTILITIES)
+                             is_pid1=self.is_pid1 and self.execing)
             try:
                 status = yield from sub.run_seq(Parser(script).parse_script())
             except ExitShell as exc:
@@ -356,6 +380,19 @@ class Shell:
             return (yield from sub.run_source(text))
         yield ("sleep", math.inf)  # an opaque program: it serves, silently, until stopped
         return 0
+
+    def _run_native(self, program: NativeProgram, argv: list[str]) -> Gen:
+        """A program written in Python: its writes go through this shell's descriptors, its sleeps to the driver."""
+        steps = program(NativeProcess(self, argv))
+        while True:
+            try:
+                kind, value = next(steps)
+            except StopIteration as stop:
+                return stop.value or 0
+            if kind == "sleep":
+                yield ("sleep", value)
+            else:
+                yield from self.emit(2 if kind == "stderr" else 1, str(value))
 
     def _not_found(self, command: str) -> Generator[Action, None, None]:
         template = self.world.catalog.shells.get(self.flavour, self.world.catalog.shells["dash"])
@@ -503,8 +540,7 @@ class Shell:
             return "".join(out)
         if kind == "cmd":
             buffer = Buffer()
-            sub = self.child(fds={**self.fds, 1: buffer}, positional=self.positional,
-                             behaviour_utilities=self.behaviour_utilities)
+            sub = self.child(fds={**self.fds, 1: buffer}, positional=self.positional)
             sub.vars, sub.exported = dict(self.vars), set(self.exported)
             try:
                 self._substituted = yield from sub.run_seq(part[1])

@@ -3,8 +3,7 @@
 Each is a generator ``fn(shell, argv)`` (see interpreter.py) that writes with ``shell.emit`` and
 returns its exit status. Behaviour and error wording follow GNU coreutils in Debian-based images and
 BusyBox in BusyBox/Alpine images (the image's shell flavour tells them apart); only the options
-lab scripts commonly use are implemented, listed in docs/images.md. ``BEHAVIOUR_UTILITIES`` are the
-emulation's own commands for behaviour scripts (data/images.yaml), never visible to a pod's command.
+lab scripts commonly use are implemented, listed in docs/images.md.
 """
 from __future__ import annotations
 
@@ -720,24 +719,6 @@ def shell(sh: Shell, argv: list[str]) -> Gen:
         return (yield from child.run_source(sh.stdin))
     return 0
 
-
-def node_label(sh: Shell, argv: list[str]) -> Gen:
-    """``node-label KEY``: the value of label KEY of the node the container runs on; exit 1 when it has none.
-
-    For behaviour scripts of programs that read their Node from the API (a device plugin's config
-    manager watches a node label): the interpreter has no API client, the node agent has the node.
-    """
-    if len(argv) != 2:
-        yield from _err(sh, argv[0], "usage: node-label KEY")
-        return 2
-    value = sh.world.node_labels().get(argv[1])
-    if value is None:
-        return 1
-    yield from _out(sh, value + "\n")
-    return 0
-
-
-BEHAVIOUR_UTILITIES: dict[str, Utility] = {"node-label": node_label}
 
 UTILITIES: dict[str, Utility] = {
     "echo": echo, "printf": printf, "sleep": sleep, "date": date, "env": env, "printenv": printenv,

@@ -2,11 +2,11 @@
 
 The node agent runs no real processes. A container's command is interpreted (see interpreter.py)
 against this small world: the environment the kubelet computed, a virtual file system (the image's
-/etc files, the kubelet-managed /etc/hosts and /etc/resolv.conf, mounted ConfigMaps and Secrets,
-device nodes of allocated GPUs) and the programs of the image (data/images.yaml), the programs the
-container runtime injected (the device allocation's ``commands``, e.g. ``nvidia-smi``) and the
-utilities the interpreter itself implements. Behaviour scripts may also read the labels of the node
-the container runs on (``node_labels``), standing in for the programs that read their Node from the API.
+/etc files, the kubelet-managed /etc/hosts and /etc/resolv.conf, mounted ConfigMaps and Secrets, the
+device nodes and mounts of the device allocation) and the programs of the image (data/images.yaml),
+the host programs the device allocation mounted (each with the output it was given) and the utilities
+the interpreter itself implements. Native programs may also read the labels of the node the container
+runs on (``node_labels``), standing in for programs that read their Node from the API.
 """
 from __future__ import annotations
 
@@ -37,9 +37,9 @@ OPAQUE_STOP = StopHandler("", 143)
 @dataclass(frozen=True)
 class Program:
     name: str
-    kind: str                    # "utility", "behaviour", "injected", "script", "opaque"
+    kind: str                    # "utility", "behaviour", "mounted", "script", "opaque"
     behaviour: Behaviour | None = None
-    output: str = ""             # injected commands: their fixed stdout
+    output: str = ""             # mounted programs: their fixed stdout
 
     @property
     def stop(self) -> StopHandler | None:
@@ -106,7 +106,8 @@ class World:
     nproc: int
     kernel: str
     workdir: str = "/"
-    injected: dict[str, str] = field(default_factory=dict)
+    # Host programs mounted by the device allocation: container path -> stdout by argument line ("" for any other).
+    mounted: dict[str, dict[str, str]] = field(default_factory=dict)
     # The labels of the node the container runs on, read when asked (they change while a program runs).
     node_labels: Callable[[], dict[str, str]] = _no_labels
     # The process's virtual clock (seconds since the epoch), advanced by the process driver.
@@ -117,17 +118,13 @@ class World:
     listening: dict = field(default_factory=dict)
     _budget: int = 0
 
-    @property
-    def has_gpu(self) -> bool:
-        return self.files.exists("/dev/nvidiactl")
-
     def find_program(self, argv: list[str], utilities: dict) -> Program | None:
         """The program ``argv`` runs, or None when the image has no such program."""
-        line = " ".join(argv)
         name = posixpath.basename(argv[0])
-        if line in self.injected or argv[0] in self.injected or name in self.injected:
-            out = self.injected.get(line, self.injected.get(argv[0], self.injected.get(name, "")))
-            return Program(name, "injected", output=out)
+        outputs = self.mounted.get(argv[0]) or next(
+            (out for path, out in self.mounted.items() if posixpath.basename(path) == name), None)
+        if outputs is not None:
+            return Program(name, "mounted", output=outputs.get(" ".join(argv[1:]), outputs.get("", "")))
         if self.files.read(self.files.normalize(argv[0], self.workdir)) is not None and "/" in argv[0]:
             return Program(argv[0], "script")
         if not self.image.has_program(name):

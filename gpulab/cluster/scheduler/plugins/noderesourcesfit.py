@@ -5,7 +5,7 @@ Filter (``fitsRequest``): ``Too many pods`` when the node's pod count has
 reached ``allocatable.pods``; otherwise, when the pod requests anything, one
 ``Insufficient <resource>`` per resource whose request exceeds allocatable
 minus the requests already on the node (cpu, memory, ephemeral-storage, then
-scalar resources such as ``nvidia.com/gpu``). The rejection is
+scalar resources such as ``example.com/gpu``). The rejection is
 UnschedulableAndUnresolvable when a request exceeds the node's whole
 allocatable (preemption cannot help), Unschedulable otherwise.
 

@@ -1,24 +1,29 @@
-"""Thin JSON helpers over the official ``kubernetes`` client: the only way the GPU stack reaches a cluster.
+"""The one client gpulab's tools reach a cluster with: thin JSON helpers over the official ``kubernetes`` client.
 
-The generated ``CoreV1Api``/``CustomObjectsApi`` methods validate every argument
-with pydantic and turn responses into model objects; the emulation reconciles
-plain dicts and talks to a few dozen objects per second, so it builds requests
-with the client's own ``param_serialize``/``call_api`` (same authentication, TLS
-and retry handling as the generated methods) and decodes the JSON itself.
-Watches go through ``kubernetes.watch.Watch().stream`` on a function that
-returns the raw streaming response, as the generated list functions do with
-``_preload_content=False``.
+The GPU stack emulation, the checks (through the learner's reader), the lab steps and the setup commands
+all go through :class:`Kube`. The generated ``CoreV1Api``/``CustomObjectsApi`` methods validate every
+argument with pydantic and turn responses into model objects, and building ``CoreV1Api`` alone costs a
+learner's kernel about a second; gpulab reasons about plain dicts as ``kubectl get -o json`` shows them,
+so requests are built with the client's own ``param_serialize``/``call_api`` (same configuration,
+authentication, TLS and ``ApiException`` as the generated methods) and the JSON is decoded here.
+Watches go through ``kubernetes.watch.Watch().stream`` on a function that returns the raw streaming
+response, as the generated list functions do with ``_preload_content=False``.
 
-Nothing here knows the embedded cluster: a kubeconfig is all it needs, so the
-same code drives kind or any other cluster.
+Nothing here knows the embedded cluster: a kubeconfig is all it needs, so the same code drives kind or
+any other cluster (:func:`resolve_kubeconfig` only falls back to the embedded cluster's kubeconfig when
+the client would find none).
 """
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import orjson
+
+from .contract import kubeconfig_path
 
 
 def _import_official_client():
@@ -26,7 +31,7 @@ def _import_official_client():
 
     ``kubernetes/__init__`` imports ``kubernetes.dynamic``, which imports ``kubernetes_validate`` when
     it is installed (it is: the embedded cluster reads its schema files) and with it jsonschema and a
-    lark grammar compiled at import time, seconds of CPU for a validation the stack never uses. A
+    lark grammar compiled at import time, seconds of CPU for a validation gpulab never uses. A
     ``None`` entry in ``sys.modules`` makes that optional import fail fast; it is removed right after,
     so anything else in the process can still import the package.
     """
@@ -51,7 +56,8 @@ ApiException = _kubernetes.client.exceptions.ApiException
 
 
 MERGE_PATCH = "application/merge-patch+json"
-FIELD_MANAGER = "gpu-operator"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"   # what the typed clients send for a dict
+EMBEDDED_CLUSTER = "gpulab"     # the embedded cluster a client falls back to (`gpulab cluster up`'s default name)
 
 
 @dataclass(frozen=True)
@@ -85,8 +91,23 @@ NAMESPACES = Resource("v1", "namespaces", namespaced=False)
 EVENTS = Resource("v1", "events")
 DAEMONSETS = Resource("apps/v1", "daemonsets")
 DEPLOYMENTS = Resource("apps/v1", "deployments")
+REPLICASETS = Resource("apps/v1", "replicasets")
+JOBS = Resource("batch/v1", "jobs")
+LEASES = Resource("coordination.k8s.io/v1", "leases")
 CRDS = Resource("apiextensions.k8s.io/v1", "customresourcedefinitions", namespaced=False)
-CLUSTERPOLICIES = Resource("nvidia.com/v1", "clusterpolicies", namespaced=False)
+
+
+def custom_resource(group: str, version: str, plural: str, namespaced: bool) -> Resource:
+    return Resource(f"{group}/{version}", plural, namespaced)
+
+
+def resolve_kubeconfig(explicit: str | None) -> str | None:
+    """``explicit``, else None when the client finds one itself ($KUBECONFIG, ~/.kube/config), else the embedded
+    cluster's kubeconfig when it exists (else None: the client then reports that it found none)."""
+    if explicit or os.environ.get("KUBECONFIG") or (Path.home() / ".kube" / "config").exists():
+        return explicit
+    embedded = kubeconfig_path(EMBEDDED_CLUSTER)
+    return str(embedded) if embedded.exists() else None
 
 
 def error_message(exc: ApiException) -> str:
@@ -98,14 +119,17 @@ def error_message(exc: ApiException) -> str:
 
 
 class Kube:
-    """One cluster, reached through a kubeconfig."""
+    """One cluster, reached through an official ``ApiClient``; writes name ``field_manager`` unless a call
+    names another (without one the API server derives a manager from the user agent)."""
 
-    def __init__(self, api_client: ApiClient):
+    def __init__(self, api_client: ApiClient, field_manager: str | None = None):
         self.api_client = api_client
+        self.field_manager = field_manager
 
     @classmethod
-    def from_kubeconfig(cls, path: str | None = None, context: str | None = None) -> "Kube":
-        return cls(kube_config.new_client_from_config(config_file=path, context=context))
+    def from_kubeconfig(cls, path: str | None = None, context: str | None = None,
+                        field_manager: str | None = None) -> "Kube":
+        return cls(kube_config.new_client_from_config(config_file=path, context=context), field_manager)
 
     def close(self) -> None:
         self.api_client.close()
@@ -126,40 +150,46 @@ class Kube:
             raise ApiException.from_response(http_resp=response, body=data.decode("utf-8", "replace"), data=None)
         return orjson.loads(data) if data else None
 
-    def get(self, res: Resource, name: str, namespace: str | None = None) -> dict:
-        return self.request("GET", res.path(name, namespace))
+    def _manager(self, manager: str | None = None) -> list[tuple[str, Any]]:
+        manager = manager or self.field_manager
+        return [("fieldManager", manager)] if manager else []
 
-    def try_get(self, res: Resource, name: str, namespace: str | None = None) -> dict | None:
+    def get(self, res: Resource, name: str, namespace: str | None = None, *, timeout: float | None = 30) -> dict:
+        return self.request("GET", res.path(name, namespace), timeout=timeout)
+
+    def try_get(self, res: Resource, name: str, namespace: str | None = None, *,
+                timeout: float | None = 30) -> dict | None:
+        """The object, or None when the API answers 404 (no such object, or its kind is not served)."""
         try:
-            return self.get(res, name, namespace)
+            return self.get(res, name, namespace, timeout=timeout)
         except ApiException as exc:
             if exc.status == 404:
                 return None
             raise
 
     def list(self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
-             field_selector: str | None = None) -> dict:
+             field_selector: str | None = None, timeout: float | None = 30) -> dict:
         query = []
         if label_selector:
             query.append(("labelSelector", label_selector))
         if field_selector:
             query.append(("fieldSelector", field_selector))
-        return self.request("GET", res.path(namespace=namespace), query=query)
+        return self.request("GET", res.path(namespace=namespace), query=query, timeout=timeout)
 
-    def create(self, res: Resource, obj: dict, namespace: str | None = None) -> dict:
-        return self.request("POST", res.path(namespace=namespace), body=obj,
-                            query=[("fieldManager", FIELD_MANAGER)])
+    def create(self, res: Resource, obj: dict, namespace: str | None = None, *, dry_run: bool = False) -> dict:
+        query = self._manager() + ([("dryRun", "All")] if dry_run else [])
+        return self.request("POST", res.path(namespace=namespace), body=obj, query=query)
 
     def update(self, res: Resource, obj: dict, *, subresource: str | None = None) -> dict:
         meta = obj["metadata"]
         return self.request("PUT", res.path(meta["name"], meta.get("namespace"), subresource), body=obj,
-                            query=[("fieldManager", FIELD_MANAGER)])
+                            query=self._manager())
 
     def patch(self, res: Resource, name: str, patch: Any, namespace: str | None = None, *,
               subresource: str | None = None, content_type: str = MERGE_PATCH,
-              manager: str = FIELD_MANAGER) -> dict:
+              manager: str | None = None) -> dict:
         return self.request("PATCH", res.path(name, namespace, subresource), body=patch, content_type=content_type,
-                            query=[("fieldManager", manager)])
+                            query=self._manager(manager))
 
     def delete(self, res: Resource, name: str, namespace: str | None = None, *,
                propagation: str | None = None, grace_period: int | None = None) -> dict | None:

@@ -1,0 +1,189 @@
+"""What the embedded cluster and the programs that drive it agree on, defined once: names, a schema, paths.
+
+Both sides import this module and nothing else of each other: ``gpulab.cluster`` (the node agent, the
+lifecycle commands) on one side; the GPU stack emulation, the setup commands and the learner's tools on
+the other, which reach the cluster only through its API. It holds
+
+* where gpulab keeps its state (``$GPULAB_HOME``, by default ``~/.gpulab``) and where an embedded
+  cluster's kubeconfig lies in it;
+* the annotations of the device plugin handshake over the API (docs/architecture.md, "How the GPU
+  stack meets the node agent") and the node hardware annotations the GPU stack reads;
+* the schema of the allocation answer, modelled on the device plugin API's ``ContainerAllocateResponse``
+  (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/api.proto), in protobuf's JSON field names;
+* what a program written in Python, supplied to the node agent by whoever composes the server (the GPU
+  stack's ``config-manager``), sees of the container it runs in.
+
+The standard library only, so importing it costs nothing on either side.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Generator, Protocol
+
+HOME_ENV = "GPULAB_HOME"
+
+# Written by whoever registers a node (the embedded cluster's topology, `gpulab kind up` on kind); read by the
+# GPU stack emulation, which learns a node's hardware from them and from nothing else.
+GPU_MODEL_ANNOTATION = "gpulab.dev/gpu-model"
+GPU_COUNT_ANNOTATION = "gpulab.dev/gpu-count"
+# Node annotation: the extended resources a device plugin serves on that node (comma-separated). The node agent
+# waits for an allocation before starting a pod that requests one of them.
+PLUGIN_RESOURCES_ANNOTATION = "gpulab.dev/device-plugin-resources"
+# Pod annotation: the allocation answer (JSON, :class:`Allocation`), written by the device plugin emulation.
+ALLOCATION_ANNOTATION = "gpulab.dev/device-allocation"
+
+
+def home() -> Path:
+    """gpulab's state directory: ``$GPULAB_HOME``, else ``~/.gpulab``."""
+    return Path(os.environ.get(HOME_ENV) or Path.home() / ".gpulab")
+
+
+def cluster_dir(name: str) -> Path:
+    """The state directory of the embedded cluster ``name``."""
+    return home() / "clusters" / name
+
+
+def kubeconfig_path(name: str) -> Path:
+    """The kubeconfig ``gpulab cluster up`` writes for the embedded cluster ``name``."""
+    return cluster_dir(name) / "kubeconfig"
+
+
+# --- the allocation answer ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Mount:
+    """A host file the runtime mounts into the container (``Mount``)."""
+
+    container_path: str
+    host_path: str
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class DeviceNode:
+    """A device node the runtime creates in the container (``DeviceSpec``); permissions are cgroup's ``rwm``."""
+
+    container_path: str
+    host_path: str
+    permissions: str = "rw"
+
+
+@dataclass(frozen=True)
+class ContainerAllocateResponse:
+    """What the plugin's ``Allocate`` returns for one container.
+
+    ``annotations`` and ``cdi_devices`` are the runtime's to act on; the embedded cluster's node agent,
+    which has no CDI specifications, accepts and ignores them.
+    """
+
+    envs: dict[str, str] = field(default_factory=dict)
+    mounts: tuple[Mount, ...] = ()
+    devices: tuple[DeviceNode, ...] = ()
+    annotations: dict[str, str] = field(default_factory=dict)
+    cdi_devices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ContainerAllocation:
+    """One container's share of the answer.
+
+    ``devices``: the device IDs assigned per resource (what the kubelet's device manager records in its
+    checkpoint next to the response); ``response``: the plugin's answer; ``programs``: what each mounted
+    program prints for a given argument line (``""`` for any other), since the node agent runs no host
+    binaries.
+    """
+
+    devices: dict[str, list[str]] = field(default_factory=dict)
+    response: ContainerAllocateResponse = field(default_factory=ContainerAllocateResponse)
+    programs: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """The whole answer for one pod; ``error`` is the plugin's refusal (the pod then fails admission)."""
+
+    containers: dict[str, ContainerAllocation] = field(default_factory=dict)
+    error: str | None = None
+
+    def for_container(self, name: str) -> ContainerAllocation:
+        return self.containers.get(name, ContainerAllocation())
+
+    def device_ids(self) -> set[str]:
+        return {i for c in self.containers.values() for ids in c.devices.values() for i in ids}
+
+    def to_json(self) -> str:
+        doc: dict = {"containers": {name: _container_doc(c) for name, c in self.containers.items()}}
+        if self.error:
+            doc["error"] = self.error
+        return json.dumps(doc, separators=(",", ":"))
+
+
+def _container_doc(c: ContainerAllocation) -> dict:
+    r = c.response
+    response = {
+        "envs": dict(r.envs),
+        "mounts": [{"containerPath": m.container_path, "hostPath": m.host_path, "readOnly": m.read_only}
+                   for m in r.mounts],
+        "devices": [{"containerPath": d.container_path, "hostPath": d.host_path, "permissions": d.permissions}
+                    for d in r.devices],
+        "annotations": dict(r.annotations),
+        "cdiDevices": [{"name": n} for n in r.cdi_devices],
+    }
+    doc = {"devices": {k: list(v) for k, v in c.devices.items()},
+           "response": {k: v for k, v in response.items() if v}}
+    if c.programs:
+        doc["programs"] = {path: dict(outputs) for path, outputs in c.programs.items()}
+    return doc
+
+
+def parse_allocation(raw: str) -> Allocation:
+    """The answer in a pod's annotation; one that cannot be read is an :class:`Allocation` with that error."""
+    try:
+        doc = json.loads(raw)
+        return Allocation({name: _container(c) for name, c in (doc.get("containers") or {}).items()},
+                          doc.get("error") or None)
+    except (ValueError, AttributeError, TypeError, KeyError) as exc:
+        return Allocation({}, f"invalid {ALLOCATION_ANNOTATION} annotation: {exc}")
+
+
+def _container(doc: dict) -> ContainerAllocation:
+    r = doc.get("response") or {}
+    response = ContainerAllocateResponse(
+        envs={k: str(v) for k, v in (r.get("envs") or {}).items()},
+        mounts=tuple(Mount(m["containerPath"], m.get("hostPath", ""), bool(m.get("readOnly")))
+                     for m in r.get("mounts") or ()),
+        devices=tuple(DeviceNode(d["containerPath"], d.get("hostPath", ""), d.get("permissions") or "rw")
+                      for d in r.get("devices") or ()),
+        annotations={k: str(v) for k, v in (r.get("annotations") or {}).items()},
+        cdi_devices=tuple(d["name"] for d in r.get("cdiDevices") or ()))
+    return ContainerAllocation(devices={k: list(v) for k, v in (doc.get("devices") or {}).items()},
+                               response=response,
+                               programs={p: {a: str(o) for a, o in outputs.items()}
+                                         for p, outputs in (doc.get("programs") or {}).items()})
+
+
+# --- programs written in Python ---------------------------------------------------------------------------
+class ContainerProcess(Protocol):
+    """What a native program sees of its container: its arguments, environment, files, node and clock."""
+
+    argv: list[str]
+
+    def getenv(self, name: str) -> str | None: ...
+
+    def listdir(self, path: str) -> list[str] | None:
+        """The names in a directory, sorted; None when there is no such directory."""
+
+    def is_file(self, path: str) -> bool: ...
+
+    def node_label(self, key: str) -> str | None:
+        """A label of the node the container runs on, read now (programs that read their Node from the API)."""
+
+    def now(self) -> float:
+        """The process's clock, seconds since the epoch."""
+
+
+# A native program: a generator over its process that yields ("stdout" | "stderr", text) to write and
+# ("sleep", seconds) to let time pass, and returns its exit status.
+NativeProgram = Callable[[ContainerProcess], Generator[tuple[str, object], None, int]]

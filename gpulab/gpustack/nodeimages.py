@@ -1,0 +1,17 @@
+"""The GPU stack's images on the embedded cluster's nodes: ``data/images.yaml`` and the native programs it names.
+
+The node agent's catalog lists no GPU images of its own; ``gpulab/embedded.py`` adds this document (the
+NVIDIA registry, the CUDA/NGC images, the GPU Operator's operands and their programs' behaviours) with
+the programs written in Python that its behaviours name (``native: true``).
+"""
+from __future__ import annotations
+
+from importlib import resources
+
+from . import configmanager
+
+PROGRAMS = {"config-manager": configmanager.main}
+
+
+def document() -> str:
+    return resources.files(__package__).joinpath("data/images.yaml").read_text()
