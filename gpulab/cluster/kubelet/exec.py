@@ -2,7 +2,7 @@
 
 The program runs in the container's world (shell/world.py): its files, the environment the kubelet
 computed for the container (plus ``TERM=xterm`` with a TTY, as containerd adds), the programs the image
-and the runtime's injected ``commands`` provide. Unlike the container's own process, which runs on the
+has and those the device allocation mounted. Unlike the container's own process, which runs on the
 node agent's virtual clock, an exec'd program runs in real time while its client is connected: ``sleep
 2`` takes two seconds, a read waits for the client's input. Its standard streams are the session's: what
 it writes goes to :attr:`ExecSession.output` as ``(fd, bytes)`` (fd 1 only with a TTY, whose terminal

@@ -23,7 +23,7 @@ from .exec import ExecSession, start_failure
 from .serving import HttpConnection, HttpService, Request, Response, ServingContext, respond
 
 if TYPE_CHECKING:
-    from .agent import Kubelet
+    from .kubelet import Kubelet
     from .podworker import Instance, PodWorker
 
 KUBELET_PORT = 10250
