@@ -103,6 +103,10 @@ class ClusterReader:
         return self._cached(("replicasets", namespace),
                             lambda: self._get(f"/apis/apps/v1/namespaces/{namespace}/replicasets")["items"])
 
+    def daemonsets(self, namespace: str) -> list[dict]:
+        return self._cached(("daemonsets", namespace),
+                            lambda: self._get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets")["items"])
+
     def job(self, name: str, namespace: str = "default") -> dict | None:
         return self._optional(f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}")
 
