@@ -6,10 +6,8 @@ PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 LAB_PORT ?= 8888
-# Jupyter refuses to run as root (containers, CI machines) unless told to.
-ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test install bench cluster clean labs-release
+.PHONY: lab instructor test install bench cluster clean labs-release course-outputs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,12 +26,17 @@ install: $(STAMP)
 cluster: install
 	$(VENV)/bin/gpulab cluster up
 
-## make lab: set up, start the embedded cluster and JupyterLab on the course, course/ and labs/ (prints the URL)
+## make lab: set up, start the embedded cluster and the learner's JupyterLab (course/ and labs/ only; prints the URL)
 lab: cluster
 	@echo "Starting JupyterLab: course/ holds the modules, labs/ the graded labs ..."
 	KUBECONFIG=$$($(VENV)/bin/gpulab cluster kubeconfig) PATH=$(CURDIR)/$(VENV)/bin:$$PATH \
-	  $(VENV)/bin/jupyter lab --no-browser --port=$(LAB_PORT) --ServerApp.root_dir=$(CURDIR) \
-	  --LabApp.default_url=/lab/tree/course/00-setup.ipynb $(ALLOW_ROOT)
+	  $(PY) -m gpulab.learner.jupyterlab learner --port=$(LAB_PORT)
+
+## make instructor: the same cluster, JupyterLab on the whole repository with nbgrader's instructor tools
+instructor: cluster
+	@echo "Starting JupyterLab for instructors: nbgrader's course directory is grader/ ..."
+	KUBECONFIG=$$($(VENV)/bin/gpulab cluster kubeconfig) PATH=$(CURDIR)/$(VENV)/bin:$$PATH \
+	  $(PY) -m gpulab.learner.jupyterlab instructor --port=$(LAB_PORT)
 
 ## make test: set up and run the whole suite
 test: install
@@ -42,6 +45,11 @@ test: install
 ## make bench: the benchmarks (figures go to bench/results/ and docs/benchmarks.md)
 bench: install
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m bench
+
+## make course-outputs: rerun course notebooks (all, or NOTEBOOKS="course/03-h100-pod.ipynb") and keep the outputs
+## the narrative quotes (cells marked # NBVAL_CHECK_OUTPUT), which make test then holds every run to
+course-outputs: install
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) tests/test_notebooks.py $(NOTEBOOKS)
 
 ## make labs-release: regenerate labs/ from solutions/ with nbgrader generate_assignment
 labs-release: install

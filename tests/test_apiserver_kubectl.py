@@ -5,15 +5,30 @@ import json
 import re
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 import yaml
 
 from .conftest import KUBECTL, wait_for
 
-ROOT = Path(__file__).resolve().parent.parent
-INFER_WORKER = (ROOT / "course" / "manifests" / "infer-worker.yaml").read_text()
+# A GPU pod like the course's infer-worker, its quantity quoted as the server returns it, so a second
+# `kubectl apply` finds nothing to change.
+INFER_WORKER = """apiVersion: v1
+kind: Pod
+metadata:
+  name: infer-worker
+  labels:
+    app: infer-worker
+spec:
+  nodeSelector:
+    nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3
+  containers:
+  - name: infer
+    image: nvcr.io/nvidia/tritonserver:25.01-py3
+    resources:
+      limits:
+        nvidia.com/gpu: "1"
+"""
 
 CRD = """
 apiVersion: apiextensions.k8s.io/v1

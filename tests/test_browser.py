@@ -7,6 +7,11 @@ directory (so nothing in the repository is saved over) with its own
 downloaded) opens the notebook, runs all cells, clicks the Check button of
 ``lab01.operator_pinned`` and reads the verdict the widget renders. The page is
 kept as ``test-artifacts/browser-lab01.png``.
+
+A second test starts JupyterLab as ``make lab`` and ``make instructor`` do
+(``gpulab.learner.jupyterlab``) and looks at what each shows: the learner's has
+``course/`` and ``labs/`` only and none of nbgrader's instructor tools, the
+instructor's has them.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -72,6 +78,26 @@ def wait_for_server(url: str, process: subprocess.Popen, timeout: float = 120) -
     raise TimeoutError(f"JupyterLab did not answer {url} within {timeout:g}s")
 
 
+def start(argv: list[str], env: dict[str, str], cwd: Path, log_path: Path) -> subprocess.Popen:
+    with log_path.open("wb") as log:    # the server keeps its own copy of the file descriptor
+        return subprocess.Popen(argv, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def private_lab_flags(tmp_path: Path, token: str) -> list[str]:
+    return ["--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
+            f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}", f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
+            "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+
+
 @pytest.fixture
 def jupyterlab(tmp_path: Path):
     """JupyterLab on a free port, serving a directory that holds a copy of the lab; yields (base URL, token)."""
@@ -80,24 +106,15 @@ def jupyterlab(tmp_path: Path):
     shutil.copy(NOTEBOOK, served / NOTEBOOK.name)
     port, token = free_port(), secrets.token_hex(16)
     env = lab_env(tmp_path)
-    log = (tmp_path / "jupyterlab.log").open("wb")
-    process = subprocess.Popen(
-        [str(VENV_BIN / "jupyter"), "lab", "--no-browser", "--allow-root", f"--port={port}", "--ServerApp.ip=127.0.0.1",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={served}",
-         f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}", f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
-         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        env=env, cwd=served, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    process = start([str(VENV_BIN / "jupyter"), "lab", "--no-browser", "--allow-root", f"--port={port}",
+                     f"--ServerApp.root_dir={served}", *private_lab_flags(tmp_path, token)],
+                    env, served, tmp_path / "jupyterlab.log")
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for_server(f"{base}/api/status?token={token}", process)
         yield base, token
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
+        stop(process)
         subprocess.run([str(VENV_BIN / "gpulab"), "cluster", "reset"], env=env, capture_output=True, timeout=120)
 
 
@@ -155,3 +172,66 @@ def test_a_lab_runs_in_jupyterlab_and_its_check_button_gives_a_verdict(jupyterla
             SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOT), full_page=False)
             browser.close()
+
+
+def http_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def what_jupyterlab_shows(role: str, tmp_path: Path, page) -> dict:
+    """Start JupyterLab as ``make lab``/``make instructor`` would; what its file browser, menus, palette and
+    server offer."""
+    from playwright.sync_api import expect
+
+    from gpulab.learner.jupyterlab import command
+
+    port, token = free_port(), secrets.token_hex(16)
+    argv, make_env, cwd = command(role, port, *private_lab_flags(tmp_path / role, token))
+    env = {**lab_env(tmp_path / role), **{k: v for k, v in make_env.items() if k == "JUPYTER_CONFIG_PATH"}}
+    process = start(argv, env, cwd, tmp_path / f"{role}.log")
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_server(f"{base}/api/status?token={token}", process)
+        page.goto(f"{base}/lab?token={token}")
+        items = page.locator(".jp-DirListing-content .jp-DirListing-itemText")
+        expect(items.first).to_be_visible(timeout=120_000)
+        expect(page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Help$"))).to_be_visible()
+        menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+        page.keyboard.press("Control+Shift+C")
+        palette = page.locator(".lm-CommandPalette-input")
+        expect(palette).to_be_visible()
+        palette.fill("nbgrader")
+        commands = page.locator(".lm-CommandPalette-item .lm-CommandPalette-itemLabel").all_inner_texts()
+        return {"files": sorted(items.all_inner_texts()), "menus": menus, "commands": commands,
+                "formgrader": http_status(f"{base}/formgrader?token={token}"),
+                "solutions": http_status(f"{base}/api/contents/solutions?token={token}")}
+    finally:
+        stop(process)
+
+
+def test_learners_see_course_and_labs_without_instructor_tools_and_instructors_have_them(tmp_path: Path):
+    executable = chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            learner = what_jupyterlab_shows("learner", tmp_path, page)
+            page.screenshot(path=str(SCREENSHOT.with_name("browser-learner.png")))
+            instructor = what_jupyterlab_shows("instructor", tmp_path, page)
+        finally:
+            browser.close()
+    assert learner["files"] == ["course", "labs"], learner
+    assert learner["solutions"] == 404 and learner["formgrader"] == 404, learner
+    assert "Nbgrader" not in learner["menus"], learner
+    assert not {"Formgrader", "Create Assignment", "Course List"} & set(learner["commands"]), learner
+    # the same browser sees them where they are switched on
+    assert {"course", "labs", "solutions", "grader"} <= set(instructor["files"]), instructor
+    assert "Nbgrader" in instructor["menus"] and "Formgrader" in instructor["commands"], instructor
+    assert instructor["formgrader"] == 200 and instructor["solutions"] == 200, instructor
+

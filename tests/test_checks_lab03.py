@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import ROOT, stop_cluster
 from tests.test_checks_common import A100, H100, FakeGpuStack, run, start_plain_cluster
@@ -41,8 +42,10 @@ def _infer(stack, wait: str | None = "Running", **kwargs) -> None:
 def test_infer_worker_running(stack):
     assert run(stack, "lab03.infer_worker_running").reason == "there is no pod infer-worker in namespace default"
 
-    # The course's manifest as it is: no toleration for the pool's taint.
-    stack.cluster.kubectl("apply", "-f", str(ROOT / "course" / "manifests" / "infer-worker.yaml"))
+    # The course's manifest with its toleration forgotten.
+    pod = yaml.safe_load((ROOT / "course" / "manifests" / "infer-worker.yaml").read_text())
+    del pod["spec"]["tolerations"]
+    stack.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(pod))
     stack.cluster.kubectl("wait", "--for=condition=PodScheduled=False", "pod/infer-worker", "--timeout=20s")
     result = run(stack, "lab03.infer_worker_running")
     assert result.reason.startswith("infer-worker is Pending (not scheduled: 0/4 nodes are available: ")

@@ -116,6 +116,14 @@ def test_changing_the_version_rolls_node_by_node(cluster):
     for state in ("upgrade-required", "cordon-required", "pod-deletion-required", "pod-restart-required",
                   "validation-required", "uncordon-required", "upgrade-done"):
         assert f"Successfully updated node state label to {state}" in messages
+    # kubectl events lists them in the order they happened, though several share one second. upgrade-done
+    # repeats the install's event, so (as client-go aggregates) it is that event with a count of 2.
+    lines = [line for line in cluster.kubectl("events", "--for", f"node/{A100_NODE}").stdout.splitlines()
+             if "Successfully updated node state label to" in line]
+    assert [line.rsplit(" to ", 1)[1] for line in lines if not line.endswith("upgrade-done")] == [
+        "upgrade-required", "cordon-required", "wait-for-jobs-required", "pod-deletion-required",
+        "pod-restart-required", "validation-required", "uncordon-required"], lines
+    assert "(x2 over " in next(line for line in lines if line.endswith("upgrade-done")), lines
     assert not node(cluster, A100_NODE)["spec"].get("unschedulable")
     wait_for(lambda: [p["metadata"]["name"] for p in pods(cluster, "app=served")] != [served_before] and
              all(p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")

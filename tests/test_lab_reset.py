@@ -82,6 +82,13 @@ def test_reset_recreates_the_embedded_cluster_on_its_port_and_reconnects(cluster
     assert capsys.readouterr().out == ("Resetting the embedded cluster 'gpulab' to the starting state of "
                                        "lab01-gpu-operator...\nlab01-gpu-operator is ready.\n")
     assert json.loads((cluster.home / "clusters" / "gpulab" / "cluster.json").read_text())["port"] == port
+    # returned only once every node is Ready: a pod applied now meets no not-ready taint
+    nodes = json.loads(cluster.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    assert len(nodes) == 4
+    for node in nodes:
+        assert {"type": "Ready", "status": "True"}.items() <= next(
+            c for c in node["status"]["conditions"] if c["type"] == "Ready").items(), node["metadata"]["name"]
+        assert all(t["key"] != "node.kubernetes.io/not-ready" for t in node["spec"].get("taints") or [])
     assert cluster.kubectl("get", "configmap", "gone-after-reset", check=False).returncode == 1
     assert connection.current() is not learner                              # new credentials, new client
     assert checks.run("setup.connected").passed

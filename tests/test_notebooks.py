@@ -1,16 +1,24 @@
 """Every course notebook and every lab's solution runs top to bottom against its own fresh embedded cluster.
 
+The labs' solutions run here through nbclient; the course's modules run under
+nbval (``--nbval-lax``, set in pyproject.toml), which also compares the
+outputs the narrative quotes (``pod/infer-worker created``, the scheduler's
+``FailedScheduling`` words, ``must be an integer``) with the outputs kept in
+the committed notebook: those cells are marked ``# NBVAL_CHECK_OUTPUT``, every
+other cell is committed without output, and ``tests/nbval-sanitize.cfg``
+blanks what changes between runs (ages, pod name suffixes, IPs, ports, UIDs,
+timestamps). The root ``conftest.py`` gives each nbval notebook the
+environment and the rules of this module. Refresh the kept outputs after a
+change with ``make course-outputs`` (this file run as a script).
+
 Each notebook's kernel gets its own ``GPULAB_HOME`` (so its own embedded
 cluster, started by the notebook's ``gpulab.connect()``) and its own kubectl
 cache, so notebooks run side by side under pytest-xdist. A notebook passes
 when no cell raises and no cell writes to stderr: nbgrader scores a graded test
 cell with any stderr output as zero, and a red box in a course notebook is
-noise the learner cannot act on. The executed copies (and how long each cell
-took) are kept under ``test-artifacts/notebooks/`` for reading after a failure;
-the repository's notebooks are never written.
-
-Why nbclient and not nbmake/nbval: the stderr rule needs each cell's outputs
-and nbgrader metadata after execution, which both plugins hide.
+noise the learner cannot act on. The executed copies of the solutions (and how
+long each cell took) are kept under ``test-artifacts/notebooks/`` for reading
+after a failure; the repository's notebooks are never written by the tests.
 """
 from __future__ import annotations
 
@@ -31,6 +39,7 @@ ARTIFACTS = ROOT / "test-artifacts" / "notebooks"
 COURSE = sorted((ROOT / "course").glob("*.ipynb"))
 SOLUTIONS = sorted((ROOT / "solutions").glob("*/*.ipynb"))
 CELL_TIMEOUT = 600
+CHECK_OUTPUT = "# NBVAL_CHECK_OUTPUT"
 
 
 def kernel_env(home: Path) -> dict[str, str]:
@@ -76,17 +85,22 @@ def stop_cluster(home: Path) -> None:
                    timeout=120)
 
 
-def stderr_outputs(nb: nbformat.NotebookNode, *, graded_only: bool = False) -> list[str]:
-    """``cell N (grade_id): text`` for every stderr stream a cell wrote (only nbgrader test cells if asked)."""
+def stderr_texts(cells) -> list[str]:
+    """``cell N (grade_id): text`` for every stderr stream among ``(index, cell, outputs)``."""
     found = []
-    for index, cell in enumerate(nb.cells):
+    for index, cell, outputs in cells:
         grading = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.cell_type != "code" or (graded_only and not grading.get("grade")):
-            continue
-        for output in cell.get("outputs", []):
+        for output in outputs:
             if output.get("output_type") == "stream" and output.get("name") == "stderr":
                 found.append(f"cell {index} ({grading.get('grade_id', '-')}): {output.get('text', '')[:500]}")
     return found
+
+
+def stderr_outputs(nb: nbformat.NotebookNode, *, graded_only: bool = False) -> list[str]:
+    """``cell N (grade_id): text`` for every stderr stream a cell wrote (only nbgrader test cells if asked)."""
+    return stderr_texts((index, cell, cell.get("outputs", [])) for index, cell in enumerate(nb.cells)
+                        if cell.cell_type == "code"
+                        and (not graded_only or cell.get("metadata", {}).get("nbgrader", {}).get("grade")))
 
 
 # What kubectl (``error: ...``, ``Error from server (...)``) and helm or gpulab (``Error: ...``) print when a command
@@ -94,14 +108,18 @@ def stderr_outputs(nb: nbformat.NotebookNode, *, graded_only: bool = False) -> l
 COMMAND_ERROR = re.compile(r"^(error: |Error from server|Error: )", re.MULTILINE)
 
 
-def command_errors(nb: nbformat.NotebookNode) -> list[str]:
+def command_error_lines(index: int, outputs) -> list[str]:
     """``cell N: line`` for every output line in which kubectl, helm or gpulab reports a failed command."""
     found = []
-    for index, cell in enumerate(nb.cells):
-        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            text = output.get("text", "") if output.get("output_type") == "stream" else ""
-            found += [f"cell {index}: {line}" for line in text.splitlines() if COMMAND_ERROR.match(line)]
+    for output in outputs:
+        text = output.get("text", "") if output.get("output_type") == "stream" else ""
+        found += [f"cell {index}: {line}" for line in text.splitlines() if COMMAND_ERROR.match(line)]
     return found
+
+
+def command_errors(nb: nbformat.NotebookNode) -> list[str]:
+    return [line for index, cell in enumerate(nb.cells) if cell.cell_type == "code"
+            for line in command_error_lines(index, cell.get("outputs", []))]
 
 
 def _id(path: Path) -> str:
@@ -109,8 +127,8 @@ def _id(path: Path) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", COURSE + SOLUTIONS, ids=_id)
-def test_notebook_runs_top_to_bottom_on_a_fresh_cluster(path: Path, tmp_path: Path):
+@pytest.mark.parametrize("path", SOLUTIONS, ids=_id)
+def test_solution_runs_top_to_bottom_on_a_fresh_cluster(path: Path, tmp_path: Path):
     nb, seconds = execute(path, tmp_path)
     assert not stderr_outputs(nb), f"{_id(path)} wrote to stderr:\n" + "\n".join(stderr_outputs(nb))
     assert not command_errors(nb), f"{_id(path)} ran a command that failed:\n" + "\n".join(command_errors(nb))
@@ -133,11 +151,35 @@ def test_solutions_have_graded_cells_and_hidden_tests():
         assert all(g.get("schema_version") == 3 for g in grading if g), _id(path)
 
 
-def test_notebooks_are_committed_without_outputs():
+def checks_output(cell) -> bool:
+    return cell.cell_type == "code" and cell.source.startswith(CHECK_OUTPUT)
+
+
+def test_notebooks_are_committed_without_outputs_but_those_the_course_quotes():
     for path in COURSE + SOLUTIONS:
-        for cell in nbformat.read(path, as_version=4).cells:
-            if cell.cell_type == "code":
-                assert not cell.outputs and cell.execution_count is None, f"{_id(path)}: clear the outputs"
+        for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            if cell.cell_type != "code":
+                continue
+            if checks_output(cell):
+                assert path in COURSE and cell.outputs and cell.execution_count, \
+                    f"{_id(path)} cell {index}: run `make course-outputs`"
+            else:
+                assert not cell.outputs and cell.execution_count is None, f"{_id(path)} cell {index}: clear the outputs"
+
+
+def test_the_quoted_outputs_are_the_narratives_words():
+    """The kept outputs say what the text around them says; nbval then holds every run to them."""
+    kept = {path.stem: "".join(o.get("text", "") for c in nbformat.read(path, as_version=4).cells
+                               if checks_output(c) for o in c.outputs) for path in COURSE}
+    for module, words in {
+        "01-gpu-operator": ["580.105.08", "NVIDIA-H100-80GB-HBM3   8", "126"],
+        "02-node-pools": ["gpulab-worker2", "node/gpulab-worker2 tainted", "untolerated taint"],
+        "03-h100-pod": ["pod/infer-worker created", "didn't match Pod's node affinity/selector",
+                        "pod/infer-worker condition met", "Insufficient nvidia.com/gpu", "must be an integer"],
+        "04b-time-slicing": ["NVIDIA-A100-SXM4-40GB-SHARED"],
+        "05-gang-scheduling": ["Complete"],
+    }.items():
+        assert all(word in kept[module] for word in words), (module, words, kept[module])
 
 
 def test_a_graded_cell_writing_to_stderr_is_caught(tmp_path: Path):
@@ -154,16 +196,40 @@ def test_a_graded_cell_writing_to_stderr_is_caught(tmp_path: Path):
     assert len(stderr_outputs(nb)) == 2
 
 
-def test_check_yourself_questions_are_the_checks_text():
-    """The course and the final assessment print the questions exactly as the checks judge them."""
+SOURCE_QUESTIONS = ("Why does the pod request `nvidia.com/gpu: 1` rather than a memory amount?",
+                    "What does MIG give you that time-slicing does not?")
+
+
+def test_check_yourself_questions_are_the_sources_and_the_checks():
+    """The wrap-up asks the source's two questions verbatim, then prints them as the checks judge them; the final
+    assessment's text is the checks' own."""
+    wrap_up = nbformat.read(ROOT / "course" / "06-wrap-up.ipynb", as_version=4).cells
+    text = "\n".join(c.source for c in wrap_up if c.cell_type == "markdown")
+    assert all(question in text for question in SOURCE_QUESTIONS)
+    code = "\n".join(c.source for c in wrap_up if c.cell_type == "code")
+    assert 'ask("final.check_yourself_1")' in code and 'ask("final.check_yourself_2")' in code
     from gpulab.checks.final import QUESTIONS
 
-    for path in (ROOT / "course" / "04-sharing.ipynb", ROOT / "solutions" / "final-assessment" /
-                 "final-assessment.ipynb"):
-        text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
-        for question in QUESTIONS.values():
-            assert question["question"] in text, path.name
-            assert all(option in text for option in question["options"].values()), path.name
+    path = ROOT / "solutions" / "final-assessment" / "final-assessment.ipynb"
+    text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+    for question in QUESTIONS.values():
+        assert question["question"] in text, path.name
+        assert all(option in text for option in question["options"].values()), path.name
+
+
+def test_every_module_ends_with_its_lab_and_every_link_resolves():
+    """Module, then its lab: each module's last cell links a lab (00-setup has none); no link points nowhere."""
+    link = re.compile(r"\]\(([^)#\s]+\.ipynb)\)")
+    for path in COURSE:
+        cells = nbformat.read(path, as_version=4).cells
+        for cell in cells:
+            for target in link.findall(cell.source) if cell.cell_type == "markdown" else []:
+                assert (path.parent / target).resolve().is_file(), f"{_id(path)} links {target}"
+        if path.stem != "00-setup":
+            assert "**Your lab:** [" in cells[-1].source, f"{_id(path)}: end with a link to its lab"
+    readme = (ROOT / "README.md").read_text()
+    for target in re.findall(r"\]\(((?:course|labs)/[^)\s]+)\)", readme):
+        assert (ROOT / target).is_file(), f"README.md links {target}"
 
 
 def test_a_failed_kubectl_or_helm_command_is_caught():
@@ -176,3 +242,25 @@ def test_a_failed_kubectl_or_helm_command_is_caught():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("gpulab.kubectl('...')", outputs=[
         nbformat.v4.new_output("stream", name="stdout", text="\n".join(lines) + "\n")])])
     assert command_errors(nb) == [f"cell 0: {line}" for line in lines[:3]]
+
+
+def record_course_outputs(paths: list[Path]) -> None:
+    """Run each course notebook on a fresh cluster and keep the outputs of its NBVAL_CHECK_OUTPUT cells only."""
+    import tempfile
+
+    for path in paths:
+        with tempfile.TemporaryDirectory(prefix="gpulab-course-outputs-") as home:
+            executed, _ = execute(path, Path(home))
+        nb = nbformat.read(path, as_version=4)
+        for cell, ran in zip(nb.cells, executed.cells):
+            if cell.cell_type == "code":    # nbval compares only cells that have an execution count
+                kept = checks_output(cell)
+                cell.outputs = ran.outputs if kept else []
+                cell.execution_count = ran.execution_count if kept else None
+        nbformat.write(nb, str(path))
+        print(f"{_id(path)}: kept {sum(checks_output(c) for c in nb.cells)} outputs")
+
+
+if __name__ == "__main__":
+    record_course_outputs([Path(p).resolve() for p in sys.argv[1:]] or COURSE)
+

@@ -1,15 +1,22 @@
 """Kubernetes Events as the emulated NVIDIA components record them (client-go's ``EventRecorder`` shape).
 
-A core/v1 Event named ``<object>.<hex>`` in the object's namespace (``default``
-for cluster-scoped objects such as Nodes), with ``source.component``,
+A core/v1 Event named ``<object>.<hex of the creation time in ns>`` (client-go
+``makeEvent``), in the object's namespace (``default`` for cluster-scoped
+objects such as Nodes), with ``source.component``,
 ``reportingComponent`` and counts as client-go's recorder writes them; a
 repeat of the same reason and message on the same object bumps ``count``
 instead of adding an Event (the recorder's aggregation).
+
+The name matters for order: Event timestamps have whole seconds, and
+``kubectl events`` sorts by them with a sort that keeps the list's order among
+equal times only when that order is already sorted; the API lists by name, so
+time-ordered names keep one second's events (a driver upgrade's states) in the
+order they happened.
 """
 from __future__ import annotations
 
 import logging
-import uuid
+import time
 from datetime import datetime, timezone
 
 from ..kubeclient import ApiException
@@ -42,7 +49,7 @@ class Recorder:
                 self.kube.patch(kubeclient.EVENTS, name, {"count": count + 1, "lastTimestamp": now}, ns)
                 self._seen[key] = (name, ns, count + 1)
                 return
-            name = f"{meta['name']}.{uuid.uuid4().hex[:16]}"
+            name = f"{meta['name']}.{time.time_ns():x}"
             source = {"component": self.component}
             if host:
                 source["host"] = host

@@ -1,8 +1,10 @@
 """``gpulab lab reset LAB``: put the cluster back in a lab's starting state.
 
 On the embedded cluster a reset is fast and total: ``gpulab cluster reset``
-then ``gpulab cluster up`` (same name and port, fresh state), then the lab's
-steps (:mod:`.states`) through the official client. Any other cluster (kind, a
+then ``gpulab cluster up`` (same name and port, fresh state), a wait until
+every node has registered and is Ready (``up`` returns once the API answers;
+a pod created before its node is Ready meets the node's ``not-ready`` taint),
+then the lab's steps (:mod:`.states`) through the official client. Any other cluster (kind, a
 real one, reached through a kubeconfig) is never wiped: :func:`reset` refuses
 with :class:`ResetRefused`, whose message lists what the starting state needs,
 so the learner can make those changes knowingly.
@@ -15,7 +17,7 @@ from pathlib import Path
 
 from ..learner import connection
 from .states import LABS, Lab
-from .steps import StepError
+from .steps import StepError, wait_for_nodes_ready
 
 __all__ = ["LABS", "Lab", "ResetRefused", "StepError", "describe", "reset", "resolve"]
 
@@ -57,16 +59,25 @@ def _gpulab(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*connection.gpulab_command(), *args], capture_output=True, text=True, timeout=180)
 
 
-def _recreate(name: str) -> Path:
-    """``gpulab cluster reset`` + ``up`` on the same port, so a port-forward or bookmark keeps working."""
+def _status_field(name: str, field: str) -> str | None:
+    """One ``field: value`` line of ``gpulab cluster status``; None when absent or unknown."""
     status = _gpulab("cluster", "status", "--name", name)
-    port = next((line.split(":", 1)[1].strip() for line in status.stdout.splitlines() if line.startswith("port:")),
-                None)
+    value = next((line.split(":", 1)[1].strip() for line in status.stdout.splitlines()
+                  if line.startswith(f"{field}:")), None)
+    return None if value in (None, "None") else value
+
+
+def _recreate(name: str) -> tuple[Path, int]:
+    """``gpulab cluster reset`` + ``up`` on the same port, so a port-forward or bookmark keeps working.
+
+    Returns the kubeconfig and how many nodes the new cluster has.
+    """
+    port = _status_field(name, "port")
     _gpulab("cluster", "reset", "--name", name)
-    up = _gpulab("cluster", "up", "--name", name, *(["--port", port] if port and port != "None" else []))
+    up = _gpulab("cluster", "up", "--name", name, *(["--port", port] if port else []))
     if up.returncode != 0:
         raise StepError(f"`gpulab cluster up --name {name}` failed: {(up.stderr or up.stdout).strip()}")
-    return Path(up.stdout.strip().splitlines()[-1])
+    return Path(up.stdout.strip().splitlines()[-1]), int(_status_field(name, "nodes") or 0)
 
 
 def reset(lab: str | Lab, *, name: str | None = None, quiet: bool = False) -> Path:
@@ -89,12 +100,13 @@ def reset(lab: str | Lab, *, name: str | None = None, quiet: bool = False) -> Pa
                            f"To reach the starting state of {chosen.name} it would:\n{changes}") from None
     say = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
     say(f"Resetting the embedded cluster {cluster!r} to the starting state of {chosen.name}...")
-    kubeconfig = _recreate(cluster)
+    kubeconfig, nodes = _recreate(cluster)
     current = connection._current  # noqa: SLF001
     if current is not None and current.embedded and current.cluster_name == cluster:
         api_client = connection.connect(name=cluster).api_client
     else:
         api_client = config.new_client_from_config(config_file=str(kubeconfig), persist_config=False)
+    wait_for_nodes_ready(api_client, nodes)
     for step in chosen.steps:
         say(f"  {step.describe()}")
         step.apply(api_client)

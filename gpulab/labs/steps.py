@@ -45,6 +45,24 @@ def _manifest(file: str) -> list[dict]:
     return [doc for doc in yaml.safe_load_all(text) if doc]
 
 
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+
+
+def wait_for_nodes_ready(api_client, count: int) -> None:
+    """Until ``count`` nodes have registered, each ``Ready`` and rid of the not-ready taint."""
+    def ready(node: dict) -> bool:
+        conditions = (node.get("status") or {}).get("conditions") or []
+        taints = (node.get("spec") or {}).get("taints") or []
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions) \
+            and not any(t.get("key") == NOT_READY_TAINT for t in taints)
+
+    def all_ready() -> bool:
+        nodes = ClusterReader(api_client).nodes()
+        return len(nodes) >= count and all(ready(n) for n in nodes)
+
+    wait_until(f"the {count} nodes to be Ready", all_ready, SETTLE_TIMEOUT)
+
+
 @dataclass(frozen=True)
 class GpuOperator:
     """``helm install --wait gpu-operator nvidia/gpu-operator`` with the chart's defaults and ``--set`` values."""

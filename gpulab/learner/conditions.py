@@ -48,7 +48,12 @@ def clusterpolicy_ready() -> Callable[[], Progress]:
     and the ClusterPolicy turns ``notReady`` again until it has run. So this
     waits, on every GPU node, for GFD's ``nvidia.com/gpu.product`` label and, on
     MIG-capable ones while the MIG manager is enabled, for its verdict in
-    ``nvidia.com/mig.config.state``, and for ``ready`` after that.
+    ``nvidia.com/mig.config.state``, and for ``ready`` after that. A chart
+    upgrade that changes an operand leaves its DaemonSet replacing pods node by
+    node (each old pod taking its grace period), and the ClusterPolicy turns
+    ``notReady`` whenever a node is between two pods: so it also waits for every
+    rolling-update DaemonSet of the ClusterPolicy to be rolled out, as
+    ``kubectl rollout status`` judges it.
     """
     def poll() -> Progress:
         settled, detail = clusterpolicy_settled(_reader())
@@ -66,7 +71,28 @@ def clusterpolicy_settled(reader: ClusterReader) -> tuple[bool, str]:
     waiting = [f"{name} ({operand})" for name, operand in _unsettled_gpu_nodes(reader.nodes(), mig_manager)]
     if waiting:
         return False, f"{state}, operands still starting on {', '.join(waiting)}"
+    namespace = (policies[0].get("status") or {}).get("namespace")
+    rolling = _rolling_out(reader.daemonsets(namespace), policies[0]["metadata"].get("uid")) if namespace else []
+    if rolling:
+        return False, f"{state}, still rolling out {', '.join(rolling)}"
     return state == "ready", state
+
+
+def _rolling_out(daemonsets: list[dict], owner_uid: str | None) -> list[str]:
+    """The ClusterPolicy's RollingUpdate DaemonSets that have not replaced every pod yet (kubectl's
+    DaemonSetStatusViewer: generation observed, every scheduled pod updated and available)."""
+    busy = []
+    for ds in daemonsets:
+        meta, spec, status = ds["metadata"], ds.get("spec") or {}, ds.get("status") or {}
+        if not any(ref.get("uid") == owner_uid for ref in meta.get("ownerReferences") or []):
+            continue
+        if (spec.get("updateStrategy") or {}).get("type", "RollingUpdate") != "RollingUpdate":
+            continue
+        desired = status.get("desiredNumberScheduled", 0)
+        if status.get("observedGeneration", 0) < meta.get("generation", 0) \
+                or status.get("updatedNumberScheduled", 0) < desired or status.get("numberAvailable", 0) < desired:
+            busy.append(meta["name"])
+    return busy
 
 
 def _unsettled_gpu_nodes(nodes: list[dict], mig_manager_enabled) -> list[tuple[str, str]]:

@@ -68,6 +68,10 @@ class ClusterReader:
     def replicasets(self, namespace: str) -> list[dict]:
         return self._cached(("replicasets", namespace), lambda: self._items(self._api.REPLICASETS, namespace))
 
+    def daemonsets(self, namespace: str) -> list[dict]:
+        return self._cached(("daemonsets", namespace),
+                            lambda: self._get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets")["items"])
+
     def job(self, name: str, namespace: str = "default") -> dict | None:
         return self._optional(self._api.JOBS, name, namespace)
 

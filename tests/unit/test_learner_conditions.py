@@ -9,9 +9,15 @@ from gpulab.learner.conditions import clusterpolicy_settled
 
 
 class Reader:
-    def __init__(self, state, nodes, spec=None):
-        self.policy = {"spec": spec or {}, "status": {"state": state}}
+    def __init__(self, state, nodes, spec=None, daemonsets=()):
+        self.policy = {"metadata": {"uid": "policy-uid"}, "spec": spec or {},
+                       "status": {"state": state, "namespace": "gpu-operator"}}
         self._nodes = nodes
+        self._daemonsets = list(daemonsets)
+
+    def daemonsets(self, namespace):
+        assert namespace == "gpu-operator"
+        return self._daemonsets
 
     def custom_objects(self, group, version, plural):
         assert (group, version, plural) == ("nvidia.com", "v1", "clusterpolicies")
@@ -56,3 +62,27 @@ def test_not_ready_is_not_settled_and_absent_says_so():
     reader = Reader("ready", [])
     reader.custom_objects = lambda *args: []
     assert clusterpolicy_settled(reader) == (False, "absent")
+
+
+def daemonset(name, *, updated, available, strategy="RollingUpdate", owner="policy-uid", generation=2, observed=2):
+    return {"metadata": {"name": name, "generation": generation, "ownerReferences": [{"uid": owner}]},
+            "spec": {"updateStrategy": {"type": strategy}},
+            "status": {"observedGeneration": observed, "desiredNumberScheduled": 2, "updatedNumberScheduled": updated,
+                       "numberAvailable": available}}
+
+
+def test_ready_while_an_operand_daemonset_rolls_out_is_not_settled():
+    halfway = daemonset("nvidia-operator-validator", updated=1, available=2)
+    settled, detail = clusterpolicy_settled(Reader("ready", [H100_DONE], daemonsets=[halfway]))
+    assert not settled and detail == "ready, still rolling out nvidia-operator-validator"
+    unobserved = daemonset("nvidia-dcgm-exporter", updated=2, available=2, generation=3)
+    assert not clusterpolicy_settled(Reader("ready", [H100_DONE], daemonsets=[unobserved]))[0]
+    between_pods = daemonset("gpu-feature-discovery", updated=2, available=1)
+    assert not clusterpolicy_settled(Reader("ready", [H100_DONE], daemonsets=[between_pods]))[0]
+
+
+def test_rolled_out_on_delete_and_foreign_daemonsets_do_not_hold_it_back():
+    done = daemonset("nvidia-operator-validator", updated=2, available=2)
+    driver = daemonset("nvidia-driver-daemonset", updated=0, available=2, strategy="OnDelete")  # the upgrade controller's
+    nfd = daemonset("gpu-operator-node-feature-discovery-worker", updated=0, available=2, owner="helm")
+    assert clusterpolicy_settled(Reader("ready", [H100_DONE], daemonsets=[done, driver, nfd])) == (True, "ready")
