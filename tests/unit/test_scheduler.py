@@ -100,10 +100,11 @@ def test_binding_and_the_scheduled_event():
     c = Cluster()
     c.pod("infer-worker", gpus=1)
     c.run()
-    assert c.node_of("infer-worker") == "gpulab-worker2"  # ties between equally good nodes go to the first name
+    node = c.node_of("infer-worker")
+    assert node in ("gpulab-worker2", "gpulab-worker3")  # equally good for a best-effort pod: drawn at random
     (event,) = c.events("infer-worker")
     assert (event["type"], event["reason"], event["source"]["component"], event["message"]) == (
-        "Normal", "Scheduled", "default-scheduler", "Successfully assigned default/infer-worker to gpulab-worker2")
+        "Normal", "Scheduled", "default-scheduler", f"Successfully assigned default/infer-worker to {node}")
     assert c.condition("infer-worker")["status"] == "True"
 
 

@@ -16,14 +16,20 @@ keeps nodes grouped so that one evaluation serves many nodes:
   requested resources and pod counts (NodeResourcesFit, LeastAllocated,
   BalancedAllocation and NodeResourcesAllocatable give them identical verdicts
   and scores);
-* a ``LabelIndex`` answers node selectors and affinity terms with set operations.
+* a ``LabelIndex`` answers node selectors and affinity terms with set operations;
+* per namespace, a ``LabelIndex`` of the pods on nodes answers label selectors
+  (topology spreading, inter-pod affinity), and the cache knows the pods with
+  inter-pod affinity (NodeInfo.PodsWithAffinity / PodsWithRequiredAntiAffinity),
+  the nodes using host ports (NodeInfo.UsedPorts) and the nodes holding each
+  image (ImageStates).
 
 A node with pods nominated to it by preemption sits alone in its bucket, since
 its fit then depends on the priority of the pod being scheduled.
 """
 from __future__ import annotations
 
-import heapq
+import bisect
+from collections import Counter
 
 from .nodeselectors import LabelIndex
 from .podinfo import PodInfo
@@ -32,7 +38,7 @@ from .resources import Resources, node_allocatable
 
 class NodeInfo:
     __slots__ = ("name", "node", "taints", "unschedulable", "alloc", "allowed_pods", "requested", "non_zero",
-                 "pods", "taint_class", "bucket")
+                 "pods", "taint_class", "bucket", "used_ports", "images")
 
     def __init__(self, name: str):
         self.name = name
@@ -46,6 +52,8 @@ class NodeInfo:
         self.pods: dict[str, PodInfo] = {}
         self.taint_class: TaintClass | None = None
         self.bucket: Bucket | None = None
+        self.used_ports: Counter = Counter()  # (hostIP, protocol, hostPort) -> pods using it
+        self.images: dict[str, int] = {}  # image name -> size in bytes (status.images)
 
     def set_node(self, node: dict) -> None:
         self.node = node
@@ -53,6 +61,8 @@ class NodeInfo:
         self.taints = list(spec.get("taints") or ())
         self.unschedulable = bool(spec.get("unschedulable"))
         self.alloc, self.allowed_pods = node_allocatable(node)
+        self.images = {name: int(image.get("sizeBytes") or 0)
+                       for image in (node.get("status") or {}).get("images") or () for name in image.get("names") or ()}
 
     def add_pod(self, pi: PodInfo) -> None:
         self.pods[pi.uid] = pi
@@ -77,6 +87,10 @@ class NodeInfo:
                 have.scalars.pop(name, None)
         self.non_zero[0] += sign * pi.non_zero[0]
         self.non_zero[1] += sign * pi.non_zero[1]
+        for port in pi.host_ports:
+            self.used_ports[port] += sign
+            if not self.used_ports[port]:
+                del self.used_ports[port]
 
     def copy(self) -> NodeInfo:
         """A copy whose pods and requests can change without touching the cache (preemption's dry run)."""
@@ -87,6 +101,8 @@ class NodeInfo:
         other.requested = Resources(req.cpu, req.memory, req.ephemeral, dict(req.scalars))
         other.non_zero = list(self.non_zero)
         other.pods = dict(self.pods)
+        other.used_ports = Counter(self.used_ports)
+        other.images = self.images
         return other
 
     def resource_key(self) -> tuple:
@@ -98,31 +114,26 @@ class NodeInfo:
 
 
 class Bucket:
-    """Nodes of one taint class in the same resource state; ``representative`` stands for all of them."""
+    """Nodes of one taint class in the same resource state; ``representative`` stands for all of them.
+    ``ordered`` keeps the names sorted, so the k-th node of a bucket is found without sorting."""
 
-    __slots__ = ("key", "members", "_heap", "representative")
+    __slots__ = ("key", "members", "ordered", "representative")
 
     def __init__(self, key: tuple, representative: NodeInfo):
         self.key = key
         self.members: set[str] = set()
-        self._heap: list[str] = []
+        self.ordered: list[str] = []
         self.representative = representative
 
     def add(self, name: str) -> None:
-        self.members.add(name)
-        heapq.heappush(self._heap, name)
+        if name not in self.members:
+            self.members.add(name)
+            bisect.insort(self.ordered, name)
 
     def discard(self, name: str) -> None:
-        self.members.discard(name)
-        if len(self._heap) > 4 * len(self.members) + 64:
-            self._heap = sorted(self.members)
-
-    def first(self) -> str:
-        """The smallest member name: the deterministic tie-break among equivalent nodes."""
-        heap = self._heap
-        while heap[0] not in self.members:
-            heapq.heappop(heap)
-        return heap[0]
+        if name in self.members:
+            self.members.discard(name)
+            del self.ordered[bisect.bisect_left(self.ordered, name)]
 
 
 class TaintClass:
@@ -147,6 +158,11 @@ class SchedulerCache:
         self.nominated: dict[str, dict[str, PodInfo]] = {}  # node -> uid -> pod nominated there
         self._nominated_node: dict[str, str] = {}
         self._priorities: dict[int, int] = {}  # priority -> number of pods counted on nodes
+        self.pod_labels: dict[str, LabelIndex] = {}  # namespace -> the labels of its counted pods, by uid
+        self.with_affinity: set[str] = set()  # uids of counted pods with inter-pod (anti-)affinity
+        self.with_required_anti_affinity: set[str] = set()
+        self.port_nodes: set[str] = set()  # nodes with pods using host ports
+        self.image_nodes: dict[str, dict[int, set[str]]] = {}  # image name -> size -> nodes holding it
 
     # --- nodes ------------------------------------------------------------
     def set_node(self, node: dict) -> NodeInfo:
@@ -157,9 +173,14 @@ class SchedulerCache:
             for pi in self._orphans.pop(name, {}).values():
                 info.add_pod(pi)
         self._unplace(info)
+        old_images = info.images
         info.set_node(node)
-        self.labels.set_node(name, info.labels)
+        if info.images != old_images:
+            self._index_images(name, old_images, -1)
+            self._index_images(name, info.images, 1)
+        self.labels.set(name, info.labels)
         self._place(info)
+        self._index_ports(info)
         return info
 
     def remove_node(self, name: str) -> None:
@@ -167,9 +188,56 @@ class SchedulerCache:
         if info is None:
             return
         self._unplace(info)
-        self.labels.remove_node(name)
+        self.labels.remove(name)
+        self._index_images(name, info.images, -1)
+        self.port_nodes.discard(name)
         if info.pods:
             self._orphans[name] = dict(info.pods)
+
+    def _index_images(self, node: str, images: dict[str, int], sign: int) -> None:
+        for image, size in images.items():
+            by_size = self.image_nodes.setdefault(image, {})
+            if sign > 0:
+                by_size.setdefault(size, set()).add(node)
+                continue
+            by_size.get(size, set()).discard(node)
+            if not by_size.get(size):
+                by_size.pop(size, None)
+            if not by_size:
+                del self.image_nodes[image]
+
+    def _index_ports(self, info: NodeInfo) -> None:
+        if info.used_ports:
+            self.port_nodes.add(info.name)
+        else:
+            self.port_nodes.discard(info.name)
+
+    def _index_pod(self, pi: PodInfo, present: bool) -> None:
+        """Keep the pod label index and the affinity sets true for a counted pod (present) or a gone one."""
+        index = self.pod_labels.get(pi.namespace)
+        if present:
+            if index is None:
+                index = self.pod_labels[pi.namespace] = LabelIndex()
+            index.set(pi.uid, pi.labels)
+        elif index is not None:
+            index.remove(pi.uid)
+        affinity = pi.affinity if pi.spec.get("affinity") else None
+        for members, member in ((self.with_affinity, affinity is not None and affinity.any),
+                                (self.with_required_anti_affinity, affinity is not None and bool(affinity.required_anti))):
+            if present and member:
+                members.add(pi.uid)
+            else:
+                members.discard(pi.uid)
+
+    def pods_on_nodes(self, uids) -> dict[str, list[PodInfo]]:
+        """The given counted pods on the nodes the cache knows, by node name."""
+        out: dict[str, list[PodInfo]] = {}
+        nodes, pod_node = self.nodes, self._pod_node
+        for uid in uids:
+            info = nodes.get(pod_node.get(uid, ""))
+            if info is not None:
+                out.setdefault(info.name, []).append(info.pods[uid])
+        return out
 
     def _class_for(self, info: NodeInfo) -> TaintClass:
         key = (repr(sorted((t.get("key", ""), t.get("value", ""), t.get("effect", "")) for t in info.taints)),
@@ -239,11 +307,13 @@ class SchedulerCache:
         if assumed:
             self._assumed.add(pi.uid)
         self._count_priority(pi.priority, 1)
+        self._index_pod(pi, True)
         info = self.nodes.get(node_name)
         if info is None:
             self._orphans.setdefault(node_name, {})[pi.uid] = pi
             return
         self._replace_resources(info, lambda: info.add_pod(pi))
+        self._index_ports(info)
 
     def _count_priority(self, priority: int, delta: int) -> None:
         left = self._priorities.get(priority, 0) + delta
@@ -257,6 +327,7 @@ class SchedulerCache:
         return any(p < priority for p in self._priorities)
 
     def _update_pod(self, pi: PodInfo, node_name: str) -> None:
+        self._index_pod(pi, True)
         info = self.nodes.get(node_name)
         if info is None:
             self._orphans.setdefault(node_name, {})[pi.uid] = pi
@@ -284,8 +355,10 @@ class SchedulerCache:
             holder: list[PodInfo | None] = [None]
             self._replace_resources(info, lambda: holder.__setitem__(0, info.remove_pod(uid)))
             removed = holder[0]
+            self._index_ports(info)
         if removed is not None:
             self._count_priority(removed.priority, -1)
+            self._index_pod(removed, False)
         return removed
 
     def all_pods(self):

@@ -22,6 +22,7 @@ gets the same effect from its snapshot).
 from __future__ import annotations
 
 import logging
+import random
 from typing import Iterator
 
 from ..errors import ApiError
@@ -59,10 +60,14 @@ class WaitingPod:
 
 
 class ProfileScheduler:
-    def __init__(self, api, profile: Profile, registry: dict = REGISTRY):
+    """``seed`` starts the generator that breaks ties between the best nodes (one per cluster, see
+    ``component.cluster_seed``), so the same cluster history gives the same placements."""
+
+    def __init__(self, api, profile: Profile, registry: dict = REGISTRY, seed: int = 0):
         self.api = api
         self.profile = profile
         self.profile_name = profile.name
+        self.rng = random.Random(f"{seed}/{profile.name}")
         self.cache = SchedulerCache()
         self.waiting: dict[str, WaitingPod] = {}
         self.framework = Framework(profile, registry, self)
@@ -115,6 +120,7 @@ class ProfileScheduler:
     def on_node(self, event_type: str, node: dict, old: dict | None) -> None:
         if event_type == "DELETED":
             self.cache.remove_node(node["metadata"]["name"])
+            self._cluster_event(ClusterEvent(NODE, DELETE, node, None))
             return
         self.cache.set_node(node)
         if old is None:
@@ -197,6 +203,19 @@ class ProfileScheduler:
         return self.framework.queueing_hint(plugin, qpi.info, event)
 
     # --- the handle ---------------------------------------------------------
+    def get_object(self, key: str, name: str, namespace: str | None = None) -> dict | None:
+        """An object through the informers (None when missing, or when the cluster does not serve its kind)."""
+        try:
+            return self.api.try_get(key, name, namespace)
+        except ApiError:
+            return None
+
+    def list_objects(self, key: str, namespace: str | None = None) -> list[dict]:
+        try:
+            return self.api.list(key, namespace)
+        except ApiError:
+            return []
+
     def waiting_pod(self, uid: str) -> WaitingPod | None:
         return self.waiting.get(uid)
 
@@ -263,7 +282,7 @@ class ProfileScheduler:
             if not search.cells:
                 self._unschedulable(qpi, state, search.diagnosis, search.diagnosis.unschedulable_plugins())
                 return
-            host = search.only_node() or search.select()
+            host = search.only_node() or search.select(self.rng)
         self._assume(qpi, state, host)
 
     def _nominated_host(self, state: CycleState, pod: PodInfo) -> str | None:

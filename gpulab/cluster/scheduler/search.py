@@ -15,8 +15,11 @@ node sets a ``SETS`` plugin names. A cell holding a node with nominated pods is
 that node alone, filtered node by node with the nominated pods added
 (``RunFilterPluginsWithNominatedPods``).
 
-Every node is evaluated (no ``percentageOfNodesToScore`` sampling); ties
-between the best-scoring nodes go to the smallest node name.
+Every node is evaluated (no ``percentageOfNodesToScore`` sampling). Among
+the best-scoring nodes one is taken at random, each with the same chance, as
+``selectHost``'s reservoir sampling does, from the profile's seeded generator:
+the k-th of the tied nodes in cell order and, inside a cell, name order, so a
+cluster with the same seed and history places pods the same way.
 """
 from __future__ import annotations
 
@@ -48,10 +51,11 @@ class Cell:
             return self.bucket.representative
         return cache.nodes[next(iter(self.names))]
 
-    def first(self) -> str:
+    def nth(self, k: int) -> str:
+        """The k-th node of the cell in name order."""
         if self.bucket is not None and self.names is self.bucket.members:
-            return self.bucket.first()
-        return min(self.names)
+            return self.bucket.ordered[k]
+        return sorted(self.names)[k]
 
 
 class FeasibleNodes:
@@ -199,11 +203,17 @@ class Search:
             return next(iter(self.cells[0].names))
         return None
 
-    def select(self) -> str:
-        """prioritizeNodes, then selectHost among the cells with the best total."""
+    def select(self, rng) -> str:
+        """prioritizeNodes, then selectHost: a node drawn uniformly from the cells with the best total."""
         cells, totals = self.prioritize()
         best = max(totals)
-        return min(cell.first() for cell, total in zip(cells, totals) if total == best)
+        tied = [cell for cell, total in zip(cells, totals) if total == best]
+        k = rng.randrange(sum(len(cell.names) for cell in tied))
+        for cell in tied:
+            if k < len(cell.names):
+                return cell.nth(k)
+            k -= len(cell.names)
+        raise AssertionError("unreachable: k is below the number of tied nodes")
 
     def prioritize(self) -> tuple[list[Cell], list[int]]:
         """RunPreScorePlugins and RunScorePlugins: each cell's weighted sum of normalised scores, up to a

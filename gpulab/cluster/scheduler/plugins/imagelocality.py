@@ -1,0 +1,54 @@
+"""ImageLocality (pkg/scheduler/framework/plugins/imagelocality/image_locality.go).
+
+Score: for each container and init container whose image (``:latest`` added
+when untagged) a node lists in ``status.images``, the image's size on that
+node times the fraction of nodes that hold it; the sum, clamped between 23 MiB
+and 1000 MiB per container, mapped linearly onto 0..100. No normalisation;
+weight 1. The cache indexes the nodes holding each image, so nodes holding none
+of the pod's images are scored once.
+"""
+from __future__ import annotations
+
+from ..interface import MAX_NODE_SCORE, SETS, ScorePlugin
+
+NAME = "ImageLocality"
+MB = 1024 * 1024
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+
+
+class ImageLocality(ScorePlugin):
+    NAME = NAME
+    score_scope = SETS
+
+    def score(self, state, pod, node) -> int:
+        cache = self.handle.cache
+        total_nodes = len(cache.nodes)
+        images = pod_images(pod)
+        summed = 0
+        for image in images:
+            size = node.images.get(image)
+            if size is not None:
+                holders = sum(len(nodes) for nodes in cache.image_nodes.get(image, {}).values())
+                summed += int(size * (holders / total_nodes))  # scaledImageScore
+        return calculate_priority(summed, len(images))
+
+    def score_sets(self, state, pod) -> list:
+        image_nodes = self.handle.cache.image_nodes
+        return [nodes for image in set(pod_images(pod)) for nodes in image_nodes.get(image, {}).values()]
+
+
+def normalized_image_name(name: str) -> str:
+    """normalizedImageName: ``:latest`` when the name has no tag after its last ``/``."""
+    return name if name.rfind(":") > name.rfind("/") else name + ":latest"
+
+
+def pod_images(pod) -> list[str]:
+    containers = list(pod.spec.get("initContainers") or ()) + list(pod.spec.get("containers") or ())
+    return [normalized_image_name(c.get("image") or "") for c in containers]
+
+
+def calculate_priority(summed: int, containers: int) -> int:
+    max_threshold = MAX_CONTAINER_THRESHOLD * containers
+    summed = min(max(summed, MIN_THRESHOLD), max_threshold)
+    return MAX_NODE_SCORE * (summed - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)

@@ -1,0 +1,286 @@
+"""InterPodAffinity (pkg/scheduler/framework/plugins/interpodaffinity: plugin.go, filtering.go, scoring.go).
+
+PreFilter counts, per (topology key, value): the existing pods whose required
+anti-affinity terms match the incoming pod; the existing pods matching all of
+the incoming pod's required affinity terms; the existing pods matching each of
+its required anti-affinity terms. The incoming pod's namespace selectors are
+resolved to namespaces first (``mergeAffinityTermNamespacesIfNotEmpty``);
+existing pods' terms are matched against the incoming pod's namespace labels.
+Pods without any of these skip the Filter.
+
+Filter, in this order: a node lacking one of the affinity terms' keys, or
+whose domains hold no matching pod, fails UnschedulableAndUnresolvable
+``node(s) didn't match pod affinity rules`` (unless no pod anywhere matches and
+the pod matches its own terms: the first of a group); a node in a domain
+holding a pod the anti-affinity terms match fails Unschedulable ``node(s) didn't
+match pod anti-affinity rules``; a node in a domain of an existing pod whose
+anti-affinity matches the incoming pod fails Unschedulable ``node(s) didn't
+satisfy existing pods anti-affinity rules``.
+
+Score: per (key, value), the preferred terms' weights of the incoming pod for
+each matching existing pod (anti-affinity subtracting), plus, for each existing
+pod with affinity, ``hardPodAffinityWeight`` (1) per required affinity term
+and the weights of its preferred terms that match the incoming pod; a node
+scores the sum over the keys it has; normalised linearly between the lowest
+and highest score. Weight 2.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from ..affinity import Labelled, PodAffinity, matches_all, selects
+from ..events import (ADD, DELETE, NODE, POD, UPDATE_NODE_LABEL, UPDATE_NODE_TAINT, UPDATE_POD_LABEL, ClusterEvent,
+                      ClusterEventWithHint)
+from ..interface import MAX_NODE_SCORE, SETS, EnqueueExtensions, FilterPlugin, PreFilterPlugin, PreScorePlugin, \
+    ScorePlugin
+from ..status import SKIP_STATUS, Status, unresolvable, unschedulable
+
+NAME = "InterPodAffinity"
+ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't satisfy existing pods anti-affinity rules"
+ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
+ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
+HARD_POD_AFFINITY_WEIGHT = 1  # InterPodAffinityArgs default
+_AFFINITY = unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH, plugin=NAME)
+_ANTI_AFFINITY = unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH, plugin=NAME)
+_EXISTING = unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH, plugin=NAME)
+_FILTER, _SCORE = NAME + "/filter", NAME + "/score"
+_NO_TERMS = PodAffinity("", {})
+
+
+class AffinityCounts:
+    """preFilterState: the three topology-pair counts, the incoming pod's merged terms and namespace labels."""
+
+    __slots__ = ("existing", "affinity", "anti", "required", "required_anti", "namespace_labels")
+
+    def __init__(self, existing, affinity, anti, required, required_anti, namespace_labels):
+        self.existing, self.affinity, self.anti = existing, affinity, anti
+        self.required, self.required_anti, self.namespace_labels = required, required_anti, namespace_labels
+
+    def clone(self) -> AffinityCounts:
+        return AffinityCounts(Counter(self.existing), Counter(self.affinity), Counter(self.anti), self.required,
+                              self.required_anti, self.namespace_labels)
+
+
+def _bump(counts: Counter, labels: dict, key: str, delta: int) -> None:
+    value = labels.get(key)
+    if value is None:
+        return
+    pair = (key, value)
+    counts[pair] += delta
+    if not counts[pair]:
+        del counts[pair]
+
+
+class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
+    NAME = NAME
+    filter_scope = score_scope = SETS
+
+    # --- lookups ----------------------------------------------------------------
+    def _namespace_labels(self, namespace: str) -> dict:
+        """GetNamespaceLabelsSnapshot (no labels when the namespace is missing)."""
+        ns = self.handle.get_object("namespaces", namespace)
+        return dict((ns or {}).get("metadata", {}).get("labels") or {})
+
+    def _merged(self, terms) -> list:
+        if all(t.namespace_selector is None or t.all_namespaces() for t in terms):
+            return list(terms)
+        namespaces = self.handle.list_objects("namespaces")
+
+        def by_labels(selector) -> list[str]:
+            return [ns["metadata"]["name"] for ns in namespaces if selects(selector, ns["metadata"].get("labels") or {})]
+        return [t.merged(by_labels) for t in terms]
+
+    def _term_pods(self, term) -> set[str]:
+        """The counted pods a merged incoming term selects."""
+        indexes = self.handle.cache.pod_labels
+        namespaces = indexes if term.all_namespaces() else term.namespaces
+        out: set[str] = set()
+        if term.selector is None:
+            return out
+        for ns in namespaces:
+            index = indexes.get(ns)
+            if index is not None:
+                out |= index.selector_members(term.selector)
+        return out
+
+    def _existing_with(self, uids):
+        """(pod, node) for counted pods on known nodes."""
+        cache = self.handle.cache
+        for uid in uids:
+            node = cache.nodes.get(cache.node_of(uid) or "")
+            if node is not None:
+                yield node.pods[uid], node
+
+    # --- PreFilter / Filter ---------------------------------------------------------
+    def pre_filter(self, state, pod) -> Status | None:
+        cache = self.handle.cache
+        terms = pod.affinity if pod.spec.get("affinity") else _NO_TERMS
+        required, required_anti = self._merged(terms.required), self._merged(terms.required_anti)
+        namespace_labels = self._namespace_labels(pod.namespace)
+        existing: Counter = Counter()
+        for other, node in self._existing_with(cache.with_required_anti_affinity):
+            for term in other.affinity.required_anti:
+                if term.matches(pod, namespace_labels):
+                    _bump(existing, node.labels, term.topology_key, 1)
+        affinity: Counter = Counter()
+        if required:
+            uids = set.intersection(*(self._term_pods(t) for t in required))
+            for other, node in self._existing_with(uids):
+                for term in required:
+                    _bump(affinity, node.labels, term.topology_key, 1)
+        anti: Counter = Counter()
+        for term in required_anti:
+            for other, node in self._existing_with(self._term_pods(term)):
+                _bump(anti, node.labels, term.topology_key, 1)
+        if not existing and not required and not required_anti:
+            return SKIP_STATUS
+        state.write(_FILTER, AffinityCounts(existing, affinity, anti, required, required_anti, namespace_labels))
+        return None
+
+    def filter(self, state, pod, node) -> Status | None:
+        s: AffinityCounts = state.read(_FILTER)
+        labels = node.labels
+        if s.required:
+            pods_exist = True
+            for term in s.required:
+                value = labels.get(term.topology_key)
+                if value is None:
+                    return _AFFINITY
+                if s.affinity.get((term.topology_key, value), 0) <= 0:
+                    pods_exist = False
+            if not pods_exist and not (not s.affinity and matches_all(s.required, pod)):
+                return _AFFINITY
+        for term in s.required_anti:
+            value = labels.get(term.topology_key)
+            if value is not None and s.anti.get((term.topology_key, value), 0) > 0:
+                return _ANTI_AFFINITY
+        for (key, value), count in s.existing.items():
+            if count > 0 and labels.get(key) == value:
+                return _EXISTING
+        return None
+
+    def filter_sets(self, state, pod) -> list:
+        s: AffinityCounts = state.read(_FILTER)
+        index = self.handle.cache.labels
+
+        def domains(counts: Counter, key: str | None = None) -> set[str]:
+            return set().union(*(index.values(k).get(v, ()) for (k, v), n in counts.items()
+                                 if n > 0 and (key is None or k == key)))
+
+        sets = []
+        for term in s.required:
+            sets.append(index.without_key(term.topology_key))
+            sets.append(domains(s.affinity, term.topology_key))
+        sets.extend(domains(s.anti, term.topology_key) for term in s.required_anti)
+        sets.append(domains(s.existing))
+        return sets
+
+    def add_pod(self, state, pod, added, node) -> None:
+        self._update(state, pod, added, node, 1)
+
+    def remove_pod(self, state, pod, removed, node) -> None:
+        self._update(state, pod, removed, node, -1)
+
+    @staticmethod
+    def _update(state, pod, other, node, delta: int) -> None:
+        """updateWithPod."""
+        s: AffinityCounts | None = state.read(_FILTER)
+        if s is None:
+            return
+        labels = node.labels
+        if other.spec.get("affinity"):
+            for term in other.affinity.required_anti:
+                if term.matches(pod, s.namespace_labels):
+                    _bump(s.existing, labels, term.topology_key, delta)
+        if matches_all(s.required, other):
+            for term in s.required:
+                _bump(s.affinity, labels, term.topology_key, delta)
+        for term in s.required_anti:
+            if term.matches(other, None):
+                _bump(s.anti, labels, term.topology_key, delta)
+
+    # --- PreScore / Score ---------------------------------------------------------
+    def pre_score(self, state, pod, feasible) -> Status | None:
+        cache = self.handle.cache
+        terms = pod.affinity if pod.spec.get("affinity") else _NO_TERMS
+        namespace_labels = self._namespace_labels(pod.namespace)
+        scores: dict[str, dict[str, int]] = {}
+
+        def add(labels: dict, key: str, weight: int) -> None:
+            value = labels.get(key)
+            if value is not None:
+                by_value = scores.setdefault(key, {})
+                by_value[value] = by_value.get(value, 0) + weight
+
+        for sign, preferred in ((1, terms.preferred), (-1, terms.preferred_anti)):
+            for term in self._merged(preferred):
+                for _, node in self._existing_with(self._term_pods(term)):
+                    if node.labels:
+                        add(node.labels, term.topology_key, sign * term.weight)
+        for other, node in self._existing_with(cache.with_affinity):
+            labels = node.labels
+            if not labels:
+                continue
+            theirs = other.affinity
+            if HARD_POD_AFFINITY_WEIGHT > 0:
+                for term in theirs.required:
+                    if term.matches(pod, namespace_labels):
+                        add(labels, term.topology_key, HARD_POD_AFFINITY_WEIGHT)
+            for sign, preferred in ((1, theirs.preferred), (-1, theirs.preferred_anti)):
+                for term in preferred:
+                    if term.matches(pod, namespace_labels):
+                        add(labels, term.topology_key, sign * term.weight)
+        if not scores:
+            return SKIP_STATUS
+        state.write(_SCORE, scores)
+        return None
+
+    def score(self, state, pod, node) -> int:
+        scores = state.read(_SCORE)
+        labels = node.labels
+        return sum(by_value.get(labels[key], 0) for key, by_value in scores.items() if key in labels)
+
+    def score_sets(self, state, pod) -> list:
+        index = self.handle.cache.labels
+        sets = []
+        for key, by_value in state.read(_SCORE).items():
+            values = index.values(key)
+            groups: dict[int, set[str]] = {}
+            for value, score in by_value.items():
+                if score:
+                    groups.setdefault(score, set()).update(values.get(value, ()))
+            sets.extend(groups.values())
+        return sets
+
+    def normalize_score(self, state, pod, scores: list[int]) -> list[int]:
+        lowest, highest = min(scores), max(scores)
+        spread = highest - lowest
+        return [int(MAX_NODE_SCORE * ((s - lowest) / spread)) if spread > 0 else 0 for s in scores]
+
+    # --- events ---------------------------------------------------------------------
+    def events_to_register(self) -> list:
+        return [ClusterEventWithHint(POD, frozenset({ADD, UPDATE_POD_LABEL, DELETE}), requeue_after_pod_change),
+                ClusterEventWithHint(NODE, frozenset({ADD, UPDATE_NODE_LABEL, UPDATE_NODE_TAINT}),
+                                     requeue_after_node_change)]
+
+
+def requeue_after_pod_change(pod, event: ClusterEvent) -> bool:
+    """isSchedulableAfterPodChange: a placed pod came matching the affinity terms, changed to match them or to
+    stop matching the anti-affinity terms, or left while matching the anti-affinity terms."""
+    if any(obj is not None and not (obj.get("spec") or {}).get("nodeName") for obj in (event.old, event.new)):
+        return False
+    terms = pod.affinity
+    if event.old is not None and event.new is not None:
+        old, new = Labelled(event.old), Labelled(event.new)
+        return (not matches_all(terms.required, old) and matches_all(terms.required, new)) or \
+            (matches_all(terms.required_anti, old) and not matches_all(terms.required_anti, new))
+    if event.new is not None:
+        return matches_all(terms.required, Labelled(event.new))
+    return matches_all(terms.required_anti, Labelled(event.old))
+
+
+def requeue_after_node_change(pod, event: ClusterEvent) -> bool:
+    """isSchedulableAfterNodeChange: the added or changed node has a key of the (anti-)affinity terms."""
+    labels = event.new["metadata"].get("labels") or {}
+    terms = pod.affinity
+    return any(t.topology_key in labels for t in terms.required + terms.required_anti)
