@@ -173,9 +173,9 @@ class ProfileScheduler:
         base = self.cache.pod_info(uid) or (qpi.info if qpi else None) or (waiting.info if waiting else None)
         info = base.refresh(pod) if base is not None else PodInfo(pod)
         self.cache.add_pod(info, pod["spec"]["nodeName"])
-        if event_type == "ADDED":
+        if old is None or not (old.get("spec") or {}).get("nodeName"):  # the assigned-pod informer's add
             self._cluster_event(ClusterEvent(POD, ADD, None, pod))
-        elif old is not None and (old.get("spec") or {}).get("nodeName"):
+        else:
             changes = pod_update_changes(old, pod)
             if changes:
                 self._cluster_event(ClusterEvent(POD, UPDATE, old, pod, changes))
