@@ -24,7 +24,7 @@ def selects(selector: list[Requirement] | None, labels: dict) -> bool:
 
 
 class AffinityTerm:
-    __slots__ = ("namespaces", "namespace_selector", "selector", "topology_key", "weight")
+    __slots__ = ("namespaces", "namespace_selector", "selector", "topology_key", "weight", "_signature")
 
     def __init__(self, pod_namespace: str, term: dict, weight: int = 0):
         names = term.get("namespaces") or ()
@@ -35,6 +35,17 @@ class AffinityTerm:
         self.selector = as_selector(term.get("labelSelector"))
         self.topology_key: str = term.get("topologyKey") or ""
         self.weight = weight
+        self._signature = None
+
+    @property
+    def signature(self) -> tuple:
+        """What makes two terms alike (the replicas of one Deployment carry the same terms)."""
+        if self._signature is None:
+            def frozen(selector):
+                return None if selector is None else tuple(selector)
+            self._signature = (self.namespaces, frozen(self.namespace_selector), frozen(self.selector),
+                               self.topology_key, self.weight)
+        return self._signature
 
     def matches(self, pod, namespace_labels: dict | None) -> bool:
         """AffinityTerm.Matches: the pod (anything with ``namespace`` and ``labels``) is in one of the term's
@@ -58,19 +69,19 @@ class AffinityTerm:
         out.namespaces = self.namespaces | frozenset(namespaces_by_labels(self.namespace_selector))
         out.namespace_selector = None
         out.selector, out.topology_key, out.weight = self.selector, self.topology_key, self.weight
+        out._signature = None
         return out
 
 
 class PodAffinity:
     """The four term lists of a pod (getPodAffinityTerms, getPodAntiAffinityTerms, getWeightedAffinityTerms)."""
 
-    __slots__ = ("required", "required_anti", "preferred", "preferred_anti", "any")
+    __slots__ = ("required", "required_anti", "preferred", "preferred_anti")
 
     def __init__(self, pod_namespace: str, spec: dict):
         affinity = spec.get("affinity") or {}
         pod_affinity = affinity.get("podAffinity")
         anti = affinity.get("podAntiAffinity")
-        self.any = pod_affinity is not None or anti is not None  # NodeInfo.PodsWithAffinity
 
         def required(section) -> list[AffinityTerm]:
             return [AffinityTerm(pod_namespace, t)
@@ -82,6 +93,9 @@ class PodAffinity:
 
         self.required, self.required_anti = required(pod_affinity), required(anti)
         self.preferred, self.preferred_anti = preferred(pod_affinity), preferred(anti)
+
+    def term_lists(self) -> tuple[list[AffinityTerm], ...]:
+        return self.required, self.required_anti, self.preferred, self.preferred_anti
 
 
 class Labelled:

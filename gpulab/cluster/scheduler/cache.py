@@ -38,7 +38,7 @@ from .resources import Resources, node_allocatable
 
 class NodeInfo:
     __slots__ = ("name", "node", "taints", "unschedulable", "alloc", "allowed_pods", "requested", "non_zero",
-                 "pods", "taint_class", "bucket", "used_ports", "images")
+                 "pods", "taint_class", "bucket", "used_ports", "images", "labels")
 
     def __init__(self, name: str):
         self.name = name
@@ -54,9 +54,11 @@ class NodeInfo:
         self.bucket: Bucket | None = None
         self.used_ports: Counter = Counter()  # (hostIP, protocol, hostPort) -> pods using it
         self.images: dict[str, int] = {}  # image name -> size in bytes (status.images)
+        self.labels: dict = {}
 
     def set_node(self, node: dict) -> None:
         self.node = node
+        self.labels = node["metadata"].get("labels") or {}
         spec = node.get("spec") or {}
         self.taints = list(spec.get("taints") or ())
         self.unschedulable = bool(spec.get("unschedulable"))
@@ -96,6 +98,7 @@ class NodeInfo:
         """A copy whose pods and requests can change without touching the cache (preemption's dry run)."""
         other = NodeInfo(self.name)
         other.node, other.taints, other.unschedulable = self.node, self.taints, self.unschedulable
+        other.labels = self.labels
         other.alloc, other.allowed_pods = self.alloc, self.allowed_pods
         req = self.requested
         other.requested = Resources(req.cpu, req.memory, req.ephemeral, dict(req.scalars))
@@ -107,10 +110,6 @@ class NodeInfo:
 
     def resource_key(self) -> tuple:
         return (self.alloc.key(), self.allowed_pods, self.requested.key(), tuple(self.non_zero), len(self.pods))
-
-    @property
-    def labels(self) -> dict:
-        return ((self.node or {}).get("metadata") or {}).get("labels") or {}
 
 
 class Bucket:
@@ -136,6 +135,19 @@ class Bucket:
             del self.ordered[bisect.bisect_left(self.ordered, name)]
 
 
+TERM_KINDS = ("required", "required_anti", "preferred", "preferred_anti")
+
+
+class TermHolders:
+    """One inter-pod affinity term and how many counted pods on each node carry it."""
+
+    __slots__ = ("term", "nodes")
+
+    def __init__(self, term):
+        self.term = term
+        self.nodes: Counter = Counter()
+
+
 class TaintClass:
     __slots__ = ("id", "taints", "unschedulable", "members", "buckets")
 
@@ -159,8 +171,11 @@ class SchedulerCache:
         self._nominated_node: dict[str, str] = {}
         self._priorities: dict[int, int] = {}  # priority -> number of pods counted on nodes
         self.pod_labels: dict[str, LabelIndex] = {}  # namespace -> the labels of its counted pods, by uid
-        self.with_affinity: set[str] = set()  # uids of counted pods with inter-pod (anti-)affinity
-        self.with_required_anti_affinity: set[str] = set()
+        self.terminating: set[str] = set()  # uids of counted pods being deleted
+        # kind ("required", "required_anti", "preferred", "preferred_anti") -> the counted pods' inter-pod affinity
+        # terms, alike terms of many pods (a Deployment's replicas) together
+        self.affinity_terms: dict[str, dict[tuple, TermHolders]] = {kind: {} for kind in TERM_KINDS}
+        self._pod_terms: dict[str, list[tuple[str, tuple, str]]] = {}
         self.port_nodes: set[str] = set()  # nodes with pods using host ports
         self.image_nodes: dict[str, dict[int, set[str]]] = {}  # image name -> size -> nodes holding it
 
@@ -212,31 +227,51 @@ class SchedulerCache:
         else:
             self.port_nodes.discard(info.name)
 
-    def _index_pod(self, pi: PodInfo, present: bool) -> None:
-        """Keep the pod label index and the affinity sets true for a counted pod (present) or a gone one."""
+    def _index_pod(self, pi: PodInfo, node_name: str | None) -> None:
+        """Keep the pod label index, the terminating pods and the affinity terms true for a pod counted on a
+        node, or (``node_name`` None) gone."""
         index = self.pod_labels.get(pi.namespace)
-        if present:
+        if node_name is not None:
             if index is None:
                 index = self.pod_labels[pi.namespace] = LabelIndex()
             index.set(pi.uid, pi.labels)
         elif index is not None:
             index.remove(pi.uid)
-        affinity = pi.affinity if pi.spec.get("affinity") else None
-        for members, member in ((self.with_affinity, affinity is not None and affinity.any),
-                                (self.with_required_anti_affinity, affinity is not None and bool(affinity.required_anti))):
-            if present and member:
-                members.add(pi.uid)
-            else:
-                members.discard(pi.uid)
+        if node_name is not None and pi.deleting:
+            self.terminating.add(pi.uid)
+        else:
+            self.terminating.discard(pi.uid)
+        for kind, signature, node in self._pod_terms.pop(pi.uid, ()):
+            by_signature = self.affinity_terms[kind]
+            holders = by_signature[signature]
+            holders.nodes[node] -= 1
+            if not holders.nodes[node]:
+                del holders.nodes[node]
+                if not holders.nodes:
+                    del by_signature[signature]
+        if node_name is None or not pi.spec.get("affinity"):
+            return
+        entries = []
+        for kind, terms in zip(TERM_KINDS, pi.affinity.term_lists()):
+            for term in terms:
+                holders = self.affinity_terms[kind].get(term.signature)
+                if holders is None:
+                    holders = self.affinity_terms[kind][term.signature] = TermHolders(term)
+                holders.nodes[node_name] += 1
+                entries.append((kind, term.signature, node_name))
+        if entries:
+            self._pod_terms[pi.uid] = entries
 
-    def pods_on_nodes(self, uids) -> dict[str, list[PodInfo]]:
-        """The given counted pods on the nodes the cache knows, by node name."""
-        out: dict[str, list[PodInfo]] = {}
+    def node_counts(self, uids, skip_terminating: bool = False) -> dict[str, int]:
+        """How many of the given counted pods each known node holds."""
+        if skip_terminating and self.terminating:
+            uids = uids - self.terminating
+        out: dict[str, int] = {}
         nodes, pod_node = self.nodes, self._pod_node
         for uid in uids:
-            info = nodes.get(pod_node.get(uid, ""))
-            if info is not None:
-                out.setdefault(info.name, []).append(info.pods[uid])
+            name = pod_node.get(uid)
+            if name in nodes:
+                out[name] = out.get(name, 0) + 1
         return out
 
     def _class_for(self, info: NodeInfo) -> TaintClass:
@@ -307,7 +342,7 @@ class SchedulerCache:
         if assumed:
             self._assumed.add(pi.uid)
         self._count_priority(pi.priority, 1)
-        self._index_pod(pi, True)
+        self._index_pod(pi, node_name)
         info = self.nodes.get(node_name)
         if info is None:
             self._orphans.setdefault(node_name, {})[pi.uid] = pi
@@ -327,7 +362,7 @@ class SchedulerCache:
         return any(p < priority for p in self._priorities)
 
     def _update_pod(self, pi: PodInfo, node_name: str) -> None:
-        self._index_pod(pi, True)
+        self._index_pod(pi, node_name)
         info = self.nodes.get(node_name)
         if info is None:
             self._orphans.setdefault(node_name, {})[pi.uid] = pi
@@ -358,7 +393,7 @@ class SchedulerCache:
             self._index_ports(info)
         if removed is not None:
             self._count_priority(removed.priority, -1)
-            self._index_pod(removed, False)
+            self._index_pod(removed, None)
         return removed
 
     def all_pods(self):

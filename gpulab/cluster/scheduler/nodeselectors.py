@@ -169,23 +169,33 @@ class LabelIndex:
     def selector_members(self, requirements) -> set[str]:
         """The names whose labels satisfy every ``selectors.Requirement`` of a label selector (none: all).
 
-        The requirements that name values or a key narrow the set through the index; the negative ones
-        (NotIn, DoesNotExist) are then checked on each remaining name."""
-        positive = [r for r in requirements if r.op in ("=", "==", "in", "exists")]
-        negative = [r for r in requirements if r.op not in ("=", "==", "in", "exists")]
-        out: set[str] | None = None
-        for r in positive:
-            if r.op == "exists":
-                found = self._with_key(r.key)
-            else:
+        The requirements that name values or a key narrow the set through the index, smallest first, so the
+        cost is that of the fewest candidates; the negative ones (NotIn, DoesNotExist) are then checked on each
+        remaining name."""
+        candidates: list = []
+        negative = []
+        for r in requirements:
+            if r.op in ("=", "==", "in"):
                 by_value = self._by_key.get(r.key, {})
-                found = set()
-                for value in r.values:
-                    found |= by_value.get(value, set())
-            out = found if out is None else out & found
-            if not out:
-                return set()
-        if out is None:
+                if len(r.values) == 1:
+                    found = by_value.get(r.values[0])
+                else:
+                    found = set().union(*(by_value.get(v, ()) for v in r.values))
+                if not found:
+                    return set()
+                candidates.append(found)
+            elif r.op == "exists":
+                candidates.append(self.with_key(r.key))
+            else:
+                negative.append(r)
+        if candidates:
+            candidates.sort(key=len)
+            out = set(candidates[0])
+            for other in candidates[1:]:
+                out &= other
+                if not out:
+                    return out
+        else:
             out = set(self.all)
         if negative:
             labels = self._labels

@@ -74,6 +74,8 @@ class ProfileScheduler:
         self.queue = SchedulingQueue(self.framework.sort_key, self.clock, self.framework.run_pre_enqueue)
         self._other_resources = sorted(self.framework.event_resources() - {NODE, POD})
         self._watchers = {key: self._watcher(key) for key in self._other_resources}
+        self._generations: dict[str, list[int]] = {}
+        self._counters: dict[str, object] = {}
 
     def clock(self) -> float:
         return self.api.clock()
@@ -110,6 +112,8 @@ class ProfileScheduler:
         self.api.unsubscribe("pods", self.on_pod)
         for key, watcher in self._watchers.items():
             self.api.unsubscribe(key, watcher)
+        for key, counter in self._counters.items():
+            self.api.unsubscribe(key, counter)
 
     def _watcher(self, key: str):
         def on_change(event_type: str, obj: dict, old: dict | None) -> None:
@@ -215,6 +219,19 @@ class ProfileScheduler:
             return self.api.list(key, namespace)
         except ApiError:
             return []
+
+    def generation(self, key: str) -> int:
+        """A number that changes whenever an object of ``key`` changes, so plugins can keep what they derive
+        from such objects (a Deployment's selector) until then."""
+        counter = self._generations.get(key)
+        if counter is None:
+            counter = self._generations[key] = [0]
+
+            def on_change(event_type: str, obj: dict, old: dict | None) -> None:
+                counter[0] += 1
+            self._counters[key] = on_change
+            self.api.subscribe(key, on_change)
+        return counter[0]
 
     def waiting_pod(self, uid: str) -> WaitingPod | None:
         return self.waiting.get(uid)

@@ -80,14 +80,14 @@ def refine(cells: list[Cell], key, sets) -> list[Cell]:
         out = []
         for cell in cells:
             names = cell.names
-            inside = names & members
-            if not inside:
+            if members.isdisjoint(names):
                 out.append(cell)
                 continue
-            if len(inside) == len(names):
+            if names <= members:
                 cell.sigs[key] = cell.sigs.get(key, 0) | bit
                 out.append(cell)
                 continue
+            inside = names & members
             part = cell.part(inside)
             part.sigs[key] = part.sigs.get(key, 0) | bit
             out.append(part)

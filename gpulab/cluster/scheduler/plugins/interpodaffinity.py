@@ -71,6 +71,18 @@ def _bump(counts: Counter, labels: dict, key: str, delta: int) -> None:
         del counts[pair]
 
 
+def _add_scores(scores: dict, key: str, domains, weight: int) -> None:
+    """processTerm for every pod the term matched: ``weight`` per pod to the node's value of ``key``
+    (nodes without it, or without labels, get nothing)."""
+    by_value = None
+    for labels, n in domains:
+        value = labels.get(key)
+        if value is not None:
+            if by_value is None:
+                by_value = scores.setdefault(key, {})
+            by_value[value] = by_value.get(value, 0) + weight * n
+
+
 class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
     NAME = NAME
     filter_scope = score_scope = SETS
@@ -103,35 +115,37 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 out |= index.selector_members(term.selector)
         return out
 
-    def _existing_with(self, uids):
-        """(pod, node) for counted pods on known nodes."""
+    def _domains(self, uids) -> list[tuple[dict, int]]:
+        """(node labels, pods) for the nodes holding the given counted pods."""
         cache = self.handle.cache
-        for uid in uids:
-            node = cache.nodes.get(cache.node_of(uid) or "")
-            if node is not None:
-                yield node.pods[uid], node
+        return [(cache.nodes[name].labels, n) for name, n in cache.node_counts(uids).items()]
+
+    def _matching_terms(self, kind: str, pod, namespace_labels: dict):
+        """The existing pods' terms of a kind that match the incoming pod, with their pods per node's labels."""
+        cache = self.handle.cache
+        for holders in cache.affinity_terms[kind].values():
+            if holders.term.matches(pod, namespace_labels):
+                yield holders.term, [(cache.nodes[name].labels, n) for name, n in holders.nodes.items()
+                                     if name in cache.nodes]
 
     # --- PreFilter / Filter ---------------------------------------------------------
     def pre_filter(self, state, pod) -> Status | None:
-        cache = self.handle.cache
         terms = pod.affinity if pod.spec.get("affinity") else _NO_TERMS
         required, required_anti = self._merged(terms.required), self._merged(terms.required_anti)
         namespace_labels = self._namespace_labels(pod.namespace)
         existing: Counter = Counter()
-        for other, node in self._existing_with(cache.with_required_anti_affinity):
-            for term in other.affinity.required_anti:
-                if term.matches(pod, namespace_labels):
-                    _bump(existing, node.labels, term.topology_key, 1)
+        for term, domains in self._matching_terms("required_anti", pod, namespace_labels):
+            for labels, n in domains:
+                _bump(existing, labels, term.topology_key, n)
         affinity: Counter = Counter()
         if required:
-            uids = set.intersection(*(self._term_pods(t) for t in required))
-            for other, node in self._existing_with(uids):
+            for labels, n in self._domains(set.intersection(*(self._term_pods(t) for t in required))):
                 for term in required:
-                    _bump(affinity, node.labels, term.topology_key, 1)
+                    _bump(affinity, labels, term.topology_key, n)
         anti: Counter = Counter()
         for term in required_anti:
-            for other, node in self._existing_with(self._term_pods(term)):
-                _bump(anti, node.labels, term.topology_key, 1)
+            for labels, n in self._domains(self._term_pods(term)):
+                _bump(anti, labels, term.topology_key, n)
         if not existing and not required and not required_anti:
             return SKIP_STATUS
         state.write(_FILTER, AffinityCounts(existing, affinity, anti, required, required_anti, namespace_labels))
@@ -201,35 +215,17 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     # --- PreScore / Score ---------------------------------------------------------
     def pre_score(self, state, pod, feasible) -> Status | None:
-        cache = self.handle.cache
         terms = pod.affinity if pod.spec.get("affinity") else _NO_TERMS
         namespace_labels = self._namespace_labels(pod.namespace)
         scores: dict[str, dict[str, int]] = {}
-
-        def add(labels: dict, key: str, weight: int) -> None:
-            value = labels.get(key)
-            if value is not None:
-                by_value = scores.setdefault(key, {})
-                by_value[value] = by_value.get(value, 0) + weight
-
         for sign, preferred in ((1, terms.preferred), (-1, terms.preferred_anti)):
             for term in self._merged(preferred):
-                for _, node in self._existing_with(self._term_pods(term)):
-                    if node.labels:
-                        add(node.labels, term.topology_key, sign * term.weight)
-        for other, node in self._existing_with(cache.with_affinity):
-            labels = node.labels
-            if not labels:
+                _add_scores(scores, term.topology_key, self._domains(self._term_pods(term)), sign * term.weight)
+        for kind, weight in (("required", HARD_POD_AFFINITY_WEIGHT), ("preferred", 1), ("preferred_anti", -1)):
+            if not weight:
                 continue
-            theirs = other.affinity
-            if HARD_POD_AFFINITY_WEIGHT > 0:
-                for term in theirs.required:
-                    if term.matches(pod, namespace_labels):
-                        add(labels, term.topology_key, HARD_POD_AFFINITY_WEIGHT)
-            for sign, preferred in ((1, theirs.preferred), (-1, theirs.preferred_anti)):
-                for term in preferred:
-                    if term.matches(pod, namespace_labels):
-                        add(labels, term.topology_key, sign * term.weight)
+            for term, domains in self._matching_terms(kind, pod, namespace_labels):
+                _add_scores(scores, term.topology_key, domains, weight if kind == "required" else weight * term.weight)
         if not scores:
             return SKIP_STATUS
         state.write(_SCORE, scores)

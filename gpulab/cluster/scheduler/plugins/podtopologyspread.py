@@ -113,21 +113,39 @@ class SpreadCounts:
         return min(self.counts[i].values(), default=0)
 
 
+_OWNERS = ("services", "replicationcontrollers", "replicasets.apps", "statefulsets.apps")
+
+
 class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions):
     NAME = NAME
     filter_scope = score_scope = SETS
 
+    def __init__(self, handle, args: dict | None = None):
+        super().__init__(handle, args)
+        self._selectors: dict[tuple, tuple[tuple, list]] = {}  # DefaultSelector, until those objects change
+
     # --- shared ---------------------------------------------------------------
     def _matching(self, pod, selector) -> dict[str, int]:
         """countPodsMatchSelector per node: the non-terminating pods of the pod's namespace the selector picks."""
-        index = self.handle.cache.pod_labels.get(pod.namespace)
+        cache = self.handle.cache
+        index = cache.pod_labels.get(pod.namespace)
         if index is None or selector is None:
             return {}
-        by_node = self.handle.cache.pods_on_nodes(index.selector_members(selector))
-        counts = {name: sum(1 for p in pods if not p.deleting) for name, pods in by_node.items()}
-        return {name: n for name, n in counts.items() if n}
+        return cache.node_counts(index.selector_members(selector), skip_terminating=True)
 
     def default_selector(self, pod) -> list[Requirement]:
+        """helper.DefaultSelector, kept per namespace, labels and owner until a Service or owner changes."""
+        owner = pod.controller
+        key = (pod.namespace, frozenset(pod.labels.items()), owner.get("uid") if owner else None)
+        generations = tuple(self.handle.generation(k) for k in _OWNERS)
+        kept = self._selectors.get(key)
+        if kept is None or kept[0] != generations:
+            if len(self._selectors) > 4096:
+                self._selectors.clear()
+            kept = self._selectors[key] = (generations, self._default_selector(pod))
+        return kept[1]
+
+    def _default_selector(self, pod) -> list[Requirement]:
         """helper.DefaultSelector: the selectors of the Services selecting the pod, and of the
         ReplicationController, ReplicaSet or StatefulSet controlling it."""
         handle = self.handle
@@ -261,8 +279,11 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         kept = feasible.count - len(ignored)
         weights, domain_counts, host_counts = [], [], []
         allowed = index.required_members(pod.required) if pod.required else None
+        matched: dict[int, dict[str, int]] = {}
         for c in constraints:
-            matching = self._matching(pod, c.selector)
+            matching = matched.get(id(c.selector))
+            if matching is None:
+                matching = matched[id(c.selector)] = self._matching(pod, c.selector)
             if c.key == HOSTNAME:
                 weights.append(math.log(kept + 2))
                 domain_counts.append(None)
@@ -291,9 +312,12 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     def _feasible_domains(self, key: str, feasible, ignored: set[str]) -> set[str]:
         """The values of ``key`` ("" for nodes without it) among the feasible nodes Score does not ignore."""
         index = self.handle.cache.labels
+        cells = feasible.cells
 
         def present(members) -> bool:
-            return any(not (cell.names & members) <= ignored for cell in feasible.cells)
+            if ignored:
+                return any(not (cell.names & members) <= ignored for cell in cells)
+            return any(not members.isdisjoint(cell.names) for cell in cells)
 
         out = {value for value, members in index.values(key).items() if present(members)}
         missing = index.without_key(key)
