@@ -91,9 +91,13 @@ class PreFilterPlugin(Plugin):
 
     # PreFilterExtensions: keep the PreFilter state true when preemption or nominated pods change a node.
     def add_pod(self, state: CycleState, pod, added, node) -> None:
-        return None
+        self.update_with_pod(state, pod, added, node, 1)
 
     def remove_pod(self, state: CycleState, pod, removed, node) -> None:
+        self.update_with_pod(state, pod, removed, node, -1)
+
+    def update_with_pod(self, state: CycleState, pod, other, node, delta: int) -> None:
+        """AddPod (delta 1) and RemovePod (delta -1) of ``other`` on ``node``, for plugins that count pods."""
         return None
 
 

@@ -131,6 +131,8 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     # --- PreFilter / Filter ---------------------------------------------------------
     def pre_filter(self, state, pod) -> Status | None:
         terms = pod.affinity if pod.spec.get("affinity") else _NO_TERMS
+        if not terms.required and not terms.required_anti and not self.handle.cache.affinity_terms["required_anti"]:
+            return SKIP_STATUS  # nothing can count (the cheap case of the Skip below)
         required, required_anti = self._merged(terms.required), self._merged(terms.required_anti)
         namespace_labels = self._namespace_labels(pod.namespace)
         existing: Counter = Counter()
@@ -189,14 +191,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         sets.append(domains(s.existing))
         return sets
 
-    def add_pod(self, state, pod, added, node) -> None:
-        self._update(state, pod, added, node, 1)
-
-    def remove_pod(self, state, pod, removed, node) -> None:
-        self._update(state, pod, removed, node, -1)
-
-    @staticmethod
-    def _update(state, pod, other, node, delta: int) -> None:
+    def update_with_pod(self, state, pod, other, node, delta: int) -> None:
         """updateWithPod."""
         s: AffinityCounts | None = state.read(_FILTER)
         if s is None:
@@ -216,6 +211,10 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     # --- PreScore / Score ---------------------------------------------------------
     def pre_score(self, state, pod, feasible) -> Status | None:
         terms = pod.affinity if pod.spec.get("affinity") else _NO_TERMS
+        existing = self.handle.cache.affinity_terms
+        if not (terms.preferred or terms.preferred_anti or existing["required"] or existing["preferred"]
+                or existing["preferred_anti"]):
+            return SKIP_STATUS  # no term anywhere to score by
         namespace_labels = self._namespace_labels(pod.namespace)
         scores: dict[str, dict[str, int]] = {}
         for sign, preferred in ((1, terms.preferred), (-1, terms.preferred_anti)):

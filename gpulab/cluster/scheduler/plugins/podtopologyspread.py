@@ -232,14 +232,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             sets.append(set().union(*rejected))
         return sets
 
-    def add_pod(self, state, pod, added, node) -> None:
-        self._update(state, pod, added, node, 1)
-
-    def remove_pod(self, state, pod, removed, node) -> None:
-        self._update(state, pod, removed, node, -1)
-
-    @staticmethod
-    def _update(state, pod, other, node, delta: int) -> None:
+    def update_with_pod(self, state, pod, other, node, delta: int) -> None:
         """updateWithPod."""
         s: SpreadCounts | None = state.read(_FILTER)
         if s is None or other.namespace != pod.namespace:
