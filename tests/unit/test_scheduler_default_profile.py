@@ -72,7 +72,7 @@ def node_by_node(scheduler: ProfileScheduler, info: PodInfo):
             reasons.update(status.reasons)
     if not feasible:
         return set(), fit_error_message(len(cache.nodes), dict(reasons))
-    cells = [Cell(node.taint_class, node.bucket, frozenset((node.name,))) for node in feasible]
+    cells = [Cell(node.taint_class, node.bucket, node.bit) for node in feasible]
     plugins = [plugin for plugin, _ in framework.score_plugins]
     framework.run_pre_score(state, info, FeasibleNodes(cells), plugins)
     totals = [0] * len(feasible)
@@ -90,7 +90,7 @@ def plugin_scores(scheduler: ProfileScheduler, name: str, info: PodInfo, nodes: 
     """One plugin's normalised scores over the given feasible nodes, as RunScorePlugins computes them."""
     plugin = next(p for p, _ in scheduler.framework.score_plugins if p.NAME == name)
     cache, state = scheduler.cache, CycleState()
-    cells = [Cell(cache.nodes[n].taint_class, cache.nodes[n].bucket, frozenset((n,))) for n in nodes]
+    cells = [Cell(cache.nodes[n].taint_class, cache.nodes[n].bucket, cache.nodes[n].bit) for n in nodes]
     scheduler.framework.run_pre_score(state, info, FeasibleNodes(cells), [plugin])
     assert plugin.NAME not in state.skip_score
     raw = [plugin.score(state, info, cache.nodes[n]) for n in nodes]

@@ -28,7 +28,6 @@ its fit then depends on the priority of the pod being scheduled.
 """
 from __future__ import annotations
 
-import bisect
 from collections import Counter
 
 from .nodeselectors import LabelIndex
@@ -38,7 +37,7 @@ from .resources import Resources, node_allocatable
 
 class NodeInfo:
     __slots__ = ("name", "node", "taints", "unschedulable", "alloc", "allowed_pods", "requested", "non_zero",
-                 "pods", "taint_class", "bucket", "used_ports", "images", "labels")
+                 "pods", "taint_class", "bucket", "used_ports", "images", "labels", "bit")
 
     def __init__(self, name: str):
         self.name = name
@@ -55,6 +54,7 @@ class NodeInfo:
         self.used_ports: Counter = Counter()  # (hostIP, protocol, hostPort) -> pods using it
         self.images: dict[str, int] = {}  # image name -> size in bytes (status.images)
         self.labels: dict = {}
+        self.bit = 0  # this node's bit in the cache's node masks
 
     def set_node(self, node: dict) -> None:
         self.node = node
@@ -98,7 +98,7 @@ class NodeInfo:
         """A copy whose pods and requests can change without touching the cache (preemption's dry run)."""
         other = NodeInfo(self.name)
         other.node, other.taints, other.unschedulable = self.node, self.taints, self.unschedulable
-        other.labels = self.labels
+        other.labels, other.bit = self.labels, self.bit
         other.alloc, other.allowed_pods = self.alloc, self.allowed_pods
         req = self.requested
         other.requested = Resources(req.cpu, req.memory, req.ephemeral, dict(req.scalars))
@@ -113,26 +113,23 @@ class NodeInfo:
 
 
 class Bucket:
-    """Nodes of one taint class in the same resource state; ``representative`` stands for all of them.
-    ``ordered`` keeps the names sorted, so the k-th node of a bucket is found without sorting."""
+    """Nodes of one taint class in the same resource state; ``representative`` stands for all of them."""
 
-    __slots__ = ("key", "members", "ordered", "representative")
+    __slots__ = ("key", "members", "mask", "representative")
 
     def __init__(self, key: tuple, representative: NodeInfo):
         self.key = key
         self.members: set[str] = set()
-        self.ordered: list[str] = []
+        self.mask = 0
         self.representative = representative
 
-    def add(self, name: str) -> None:
-        if name not in self.members:
-            self.members.add(name)
-            bisect.insort(self.ordered, name)
+    def add(self, info: NodeInfo) -> None:
+        self.members.add(info.name)
+        self.mask |= info.bit
 
-    def discard(self, name: str) -> None:
-        if name in self.members:
-            self.members.discard(name)
-            del self.ordered[bisect.bisect_left(self.ordered, name)]
+    def discard(self, info: NodeInfo) -> None:
+        self.members.discard(info.name)
+        self.mask &= ~info.bit
 
 
 TERM_KINDS = ("required", "required_anti", "preferred", "preferred_anti")
@@ -149,13 +146,14 @@ class TermHolders:
 
 
 class TaintClass:
-    __slots__ = ("id", "taints", "unschedulable", "members", "buckets")
+    __slots__ = ("id", "taints", "unschedulable", "members", "mask", "buckets")
 
     def __init__(self, class_id: int, taints: list[dict], unschedulable: bool):
         self.id = class_id
         self.taints = taints
         self.unschedulable = unschedulable
         self.members: set[str] = set()
+        self.mask = 0
         self.buckets: dict[tuple, Bucket] = {}
 
 
@@ -177,7 +175,10 @@ class SchedulerCache:
         self.affinity_terms: dict[str, dict[tuple, TermHolders]] = {kind: {} for kind in TERM_KINDS}
         self._pod_terms: dict[str, list[tuple[str, tuple, str]]] = {}
         self.port_nodes: set[str] = set()  # nodes with pods using host ports
-        self.image_nodes: dict[str, dict[int, set[str]]] = {}  # image name -> size -> nodes holding it
+        self.image_nodes: dict[str, dict[int, int]] = {}  # image name -> size -> mask of the nodes holding it
+        self._names_by_bit: list[str] = []  # bit i of a node mask is the node _names_by_bit[i]
+        self.all_mask = 0
+        self._label_masks: dict[tuple, int] = {}  # node masks by label, until a node's labels change
 
     # --- nodes ------------------------------------------------------------
     def set_node(self, node: dict) -> NodeInfo:
@@ -185,14 +186,20 @@ class SchedulerCache:
         info = self.nodes.get(name)
         if info is None:
             info = self.nodes[name] = NodeInfo(name)
+            info.bit = 1 << len(self._names_by_bit)
+            self._names_by_bit.append(name)
+            self.all_mask |= info.bit
+            self._label_masks.clear()
             for pi in self._orphans.pop(name, {}).values():
                 info.add_pod(pi)
         self._unplace(info)
-        old_images = info.images
+        old_images, old_labels = info.images, info.labels
         info.set_node(node)
         if info.images != old_images:
-            self._index_images(name, old_images, -1)
-            self._index_images(name, info.images, 1)
+            self._index_images(info, old_images, -1)
+            self._index_images(info, info.images, 1)
+        if info.labels != old_labels:
+            self._label_masks.clear()
         self.labels.set(name, info.labels)
         self._place(info)
         self._index_ports(info)
@@ -204,22 +211,89 @@ class SchedulerCache:
             return
         self._unplace(info)
         self.labels.remove(name)
-        self._index_images(name, info.images, -1)
+        self._index_images(info, info.images, -1)
+        self.all_mask &= ~info.bit
+        self._label_masks.clear()
         self.port_nodes.discard(name)
         if info.pods:
             self._orphans[name] = dict(info.pods)
 
-    def _index_images(self, node: str, images: dict[str, int], sign: int) -> None:
+    def _index_images(self, info: NodeInfo, images: dict[str, int], sign: int) -> None:
         for image, size in images.items():
             by_size = self.image_nodes.setdefault(image, {})
-            if sign > 0:
-                by_size.setdefault(size, set()).add(node)
-                continue
-            by_size.get(size, set()).discard(node)
-            if not by_size.get(size):
+            mask = by_size.get(size, 0)
+            mask = mask | info.bit if sign > 0 else mask & ~info.bit
+            if mask:
+                by_size[size] = mask
+            else:
                 by_size.pop(size, None)
-            if not by_size:
-                del self.image_nodes[image]
+                if not by_size:
+                    del self.image_nodes[image]
+
+    # --- node masks: node sets as integers, one bit per node (fast to intersect) ---
+    def mask_of(self, names) -> int:
+        nodes, mask = self.nodes, 0
+        for name in names:
+            info = nodes.get(name)
+            if info is not None:
+                mask |= info.bit
+        return mask
+
+    def names_in(self, mask: int) -> list[str]:
+        """The nodes of a mask, in the order the cache first saw them."""
+        bits, names, out = bin(mask)[:1:-1], self._names_by_bit, []
+        i = bits.find("1")
+        while i >= 0:
+            out.append(names[i])
+            i = bits.find("1", i + 1)
+        return out
+
+    def nth_name(self, mask: int, k: int) -> str:
+        """The k-th node of a mask in the cache's order (a binary search on the bit counts of its prefixes)."""
+        lo, hi = 0, mask.bit_length()
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if (mask & ((1 << mid) - 1)).bit_count() > k:
+                hi = mid
+            else:
+                lo = mid + 1
+        return self._names_by_bit[lo - 1]
+
+    def node_of_bit(self, mask: int) -> NodeInfo:
+        """The node of the lowest bit of a non-empty mask."""
+        return self.nodes[self._names_by_bit[(mask & -mask).bit_length() - 1]]
+
+    def label_mask(self, key: str, value: str | None = None) -> int:
+        """The nodes with ``key=value``, or with the label ``key`` at all when value is None."""
+        cache_key = (key, value)
+        mask = self._label_masks.get(cache_key)
+        if mask is None:
+            names = self.labels.values(key).get(value, ()) if value is not None else self.labels.with_key(key)
+            mask = self._label_masks[cache_key] = self.mask_of(names)
+        return mask
+
+    def without_label_mask(self, key: str) -> int:
+        return self.all_mask & ~self.label_mask(key)
+
+    def label_values(self, key: str):
+        """The values nodes have for ``key``."""
+        return self.labels.values(key).keys()
+
+    def selector_mask(self, selector) -> int:
+        """The nodes a RequiredSelector admits."""
+        cache_key = ("required", selector.signature)
+        mask = self._label_masks.get(cache_key)
+        if mask is None:
+            mask = self._label_masks[cache_key] = self.mask_of(self.labels.required_members(selector))
+        return mask
+
+    def term_mask(self, term: dict) -> int:
+        """The nodes a node selector term selects."""
+        cache_key = ("term", repr(term))
+        mask = self._label_masks.get(cache_key)
+        if mask is None:
+            mask = self._label_masks[cache_key] = self.mask_of(self.labels.term_members(term))
+        return mask
 
     def _index_ports(self, info: NodeInfo) -> None:
         if info.used_ports:
@@ -286,11 +360,12 @@ class SchedulerCache:
         cls = info.taint_class or self._class_for(info)
         info.taint_class = cls
         cls.members.add(info.name)
+        cls.mask |= info.bit
         key = ("nominated", info.name) if info.name in self.nominated else info.resource_key()
         bucket = cls.buckets.get(key)
         if bucket is None:
             bucket = cls.buckets[key] = Bucket(key, info)
-        bucket.add(info.name)
+        bucket.add(info)
         info.bucket = bucket
 
     def _unplace(self, info: NodeInfo) -> None:
@@ -298,8 +373,9 @@ class SchedulerCache:
         if cls is None:
             return
         cls.members.discard(info.name)
+        cls.mask &= ~info.bit
         if bucket is not None:
-            bucket.discard(info.name)
+            bucket.discard(info)
             if not bucket.members:
                 del cls.buckets[bucket.key]
             elif bucket.representative is info:

@@ -147,9 +147,6 @@ class LabelIndex:
             out |= members
         return out
 
-    def labels_of(self, name: str) -> dict:
-        return self._labels.get(name) or {}
-
     def values(self, key: str) -> dict[str, set[str]]:
         """value -> names with ``key=value`` (the index's own sets: read, never change them)."""
         return self._by_key.get(key, {})
@@ -161,10 +158,6 @@ class LabelIndex:
         if cached is None:
             cached = self._cache[cache_key] = frozenset(self._with_key(key))
         return cached
-
-    def without_key(self, key: str) -> set[str]:
-        with_key = self.with_key(key)
-        return set() if len(with_key) == len(self.all) else self.all - with_key
 
     def selector_members(self, requirements) -> set[str]:
         """The names whose labels satisfy every ``selectors.Requirement`` of a label selector (none: all).

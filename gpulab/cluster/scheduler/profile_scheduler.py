@@ -289,7 +289,7 @@ class ProfileScheduler:
                 return
             search = Search(framework, state, pod)
             search.diagnosis.pre_filter_msg = pre.message
-            search.diagnosis.add(pre, set(self.cache.nodes))
+            search.diagnosis.add(pre, self.cache.all_mask)
             self._unschedulable(qpi, state, search.diagnosis, {pre.plugin})
             return
         host = self._nominated_host(state, pod)

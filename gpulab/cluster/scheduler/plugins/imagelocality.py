@@ -29,13 +29,13 @@ class ImageLocality(ScorePlugin):
         for image in images:
             size = node.images.get(image)
             if size is not None:
-                holders = sum(len(nodes) for nodes in cache.image_nodes.get(image, {}).values())
+                holders = sum(mask.bit_count() for mask in cache.image_nodes.get(image, {}).values())
                 summed += int(size * (holders / total_nodes))  # scaledImageScore
         return calculate_priority(summed, len(images))
 
     def score_sets(self, state, pod) -> list:
         image_nodes = self.handle.cache.image_nodes
-        return [nodes for image in set(pod_images(pod)) for nodes in image_nodes.get(image, {}).values()]
+        return [mask for image in sorted(set(pod_images(pod))) for mask in image_nodes.get(image, {}).values()]
 
 
 def normalized_image_name(name: str) -> str:

@@ -177,19 +177,22 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def filter_sets(self, state, pod) -> list:
         s: AffinityCounts = state.read(_FILTER)
-        index = self.handle.cache.labels
+        cache = self.handle.cache
 
-        def domains(counts: Counter, key: str | None = None) -> set[str]:
-            return set().union(*(index.values(k).get(v, ()) for (k, v), n in counts.items()
-                                 if n > 0 and (key is None or k == key)))
+        def domains(counts: Counter, key: str | None = None) -> int:
+            mask = 0
+            for (k, v), n in counts.items():
+                if n > 0 and (key is None or k == key):
+                    mask |= cache.label_mask(k, v)
+            return mask
 
-        sets = []
+        masks = []
         for term in s.required:
-            sets.append(index.without_key(term.topology_key))
-            sets.append(domains(s.affinity, term.topology_key))
-        sets.extend(domains(s.anti, term.topology_key) for term in s.required_anti)
-        sets.append(domains(s.existing))
-        return sets
+            masks.append(cache.without_label_mask(term.topology_key))
+            masks.append(domains(s.affinity, term.topology_key))
+        masks.extend(domains(s.anti, term.topology_key) for term in s.required_anti)
+        masks.append(domains(s.existing))
+        return masks
 
     def update_with_pod(self, state, pod, other, node, delta: int) -> None:
         """updateWithPod."""
@@ -236,16 +239,15 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return sum(by_value.get(labels[key], 0) for key, by_value in scores.items() if key in labels)
 
     def score_sets(self, state, pod) -> list:
-        index = self.handle.cache.labels
-        sets = []
+        cache = self.handle.cache
+        masks = []
         for key, by_value in state.read(_SCORE).items():
-            values = index.values(key)
-            groups: dict[int, set[str]] = {}
+            groups: dict[int, int] = {}
             for value, score in by_value.items():
                 if score:
-                    groups.setdefault(score, set()).update(values.get(value, ()))
-            sets.extend(groups.values())
-        return sets
+                    groups[score] = groups.get(score, 0) | cache.label_mask(key, value)
+            masks.extend(groups.values())
+        return masks
 
     def normalize_score(self, state, pod, scores: list[int]) -> list[int]:
         lowest, highest = min(scores), max(scores)

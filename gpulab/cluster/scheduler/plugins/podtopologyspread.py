@@ -175,31 +175,32 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         if not constraints:
             return SKIP_STATUS
         cache = self.handle.cache
-        index = cache.labels
-        with_all = None
+        with_all = cache.all_mask
         for c in constraints:
-            with_all = index.with_key(c.key) if with_all is None else with_all & index.with_key(c.key)
-        allowed = index.required_members(pod.required) if pod.required else None
+            with_all &= cache.label_mask(c.key)
+        allowed = cache.selector_mask(pod.required) if pod.required else None
         tainted = None
         counts, empty, domains = [], [], []
         for c in constraints:
             eligible = with_all
             if c.affinity_honor and allowed is not None:
-                eligible = eligible & allowed
+                eligible &= allowed
             if c.taints_honor:
                 if tainted is None:
-                    tainted = set().union(*(cls.members for cls in cache.classes.values()
-                                            if untolerated(pod.tolerations, cls.taints)))
-                eligible = eligible - tainted
-            values = index.values(c.key)
-            if len(eligible) == len(index.with_key(c.key)):
-                n_domains = len(values)
+                    tainted = 0
+                    for cls in cache.classes.values():
+                        if untolerated(pod.tolerations, cls.taints):
+                            tainted |= cls.mask
+                eligible &= ~tainted
+            if eligible == cache.label_mask(c.key):
+                n_domains = len(cache.label_values(c.key))
             else:
-                n_domains = sum(1 for members in values.values() if not members.isdisjoint(eligible))
+                n_domains = sum(1 for value in cache.label_values(c.key) if cache.label_mask(c.key, value) & eligible)
             domain_counts: dict[str, int] = {}
             for name, n in self._matching(pod, c.selector).items():
-                if name in eligible:
-                    value = cache.nodes[name].labels[c.key]
+                node = cache.nodes[name]
+                if node.bit & eligible:
+                    value = node.labels[c.key]
                     domain_counts[value] = domain_counts.get(value, 0) + n
             counts.append(domain_counts)
             empty.append(n_domains - len(domain_counts))
@@ -221,16 +222,18 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
 
     def filter_sets(self, state, pod) -> list:
         s: SpreadCounts = state.read(_FILTER)
-        index = self.handle.cache.labels
-        sets = []
+        cache = self.handle.cache
+        masks = []
         for i, c in enumerate(s.constraints):
-            sets.append(index.without_key(c.key))
+            masks.append(cache.without_label_mask(c.key))
             self_match = 1 if c.selects(pod.labels) else 0
             floor = s.min_match(i)
-            values = index.values(c.key)
-            rejected = [values.get(v, ()) for v, n in s.counts[i].items() if n + self_match - floor > c.max_skew]
-            sets.append(set().union(*rejected))
-        return sets
+            rejected = 0
+            for value, n in s.counts[i].items():
+                if n + self_match - floor > c.max_skew:
+                    rejected |= cache.label_mask(c.key, value)
+            masks.append(rejected)
+        return masks
 
     def update_with_pod(self, state, pod, other, node, delta: int) -> None:
         """updateWithPod."""
@@ -261,35 +264,33 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             return SKIP_STATUS
         require_all = bool(explicit)  # system defaults spread by hostname on nodes without a zone label too
         cache = self.handle.cache
-        index = cache.labels
-        ignored: set[str] = set()
+        ignored = 0  # the feasible nodes missing a key of the pod's own constraints
         if require_all:
             for c in constraints:
-                missing = index.without_key(c.key)
-                if missing:
-                    for cell in feasible.cells:
-                        ignored |= cell.names & missing
-        kept = feasible.count - len(ignored)
+                ignored |= feasible.mask & cache.without_label_mask(c.key)
+        kept = feasible.mask & ~ignored
         weights, domain_counts, host_counts = [], [], []
-        allowed = index.required_members(pod.required) if pod.required else None
+        allowed = cache.selector_mask(pod.required) if pod.required else None
         matched: dict[int, dict[str, int]] = {}
         for c in constraints:
             matching = matched.get(id(c.selector))
             if matching is None:
                 matching = matched[id(c.selector)] = self._matching(pod, c.selector)
             if c.key == HOSTNAME:
-                weights.append(math.log(kept + 2))
+                weights.append(math.log(kept.bit_count() + 2))
                 domain_counts.append(None)
                 host_counts.append(matching)
                 continue
-            domains = self._feasible_domains(c.key, feasible, ignored)
+            domains = {value for value in cache.label_values(c.key) if cache.label_mask(c.key, value) & kept}
+            if cache.without_label_mask(c.key) & kept:
+                domains.add("")
             counts = dict.fromkeys(domains, 0)
             for name, n in matching.items():
                 node = cache.nodes[name]
                 labels = node.labels
                 if require_all and any(k.key not in labels for k in constraints):
                     continue
-                if c.affinity_honor and allowed is not None and name not in allowed:
+                if c.affinity_honor and allowed is not None and not node.bit & allowed:
                     continue
                 if c.taints_honor and untolerated(pod.tolerations, node.taints):
                     continue
@@ -302,25 +303,9 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         state.write(_SCORE, (constraints, ignored, weights, domain_counts, host_counts))
         return None
 
-    def _feasible_domains(self, key: str, feasible, ignored: set[str]) -> set[str]:
-        """The values of ``key`` ("" for nodes without it) among the feasible nodes Score does not ignore."""
-        index = self.handle.cache.labels
-        cells = feasible.cells
-
-        def present(members) -> bool:
-            if ignored:
-                return any(not (cell.names & members) <= ignored for cell in cells)
-            return any(not members.isdisjoint(cell.names) for cell in cells)
-
-        out = {value for value, members in index.values(key).items() if present(members)}
-        missing = index.without_key(key)
-        if missing and present(missing):
-            out.add("")
-        return out
-
     def score(self, state, pod, node) -> int:
         constraints, ignored, weights, domain_counts, host_counts = state.read(_SCORE)
-        if node.name in ignored:
+        if node.bit & ignored:
             return _IGNORED
         labels = node.labels
         total = 0.0
@@ -334,21 +319,20 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
 
     def score_sets(self, state, pod) -> list:
         constraints, ignored, _, domain_counts, host_counts = state.read(_SCORE)
-        index = self.handle.cache.labels
-        sets = [ignored]
+        cache = self.handle.cache
+        masks = [ignored]
         for i, c in enumerate(constraints):
-            sets.append(index.without_key(c.key))
-            groups: dict[int, set[str]] = {}
+            masks.append(cache.without_label_mask(c.key))
+            groups: dict[int, int] = {}
             if c.key == HOSTNAME:
                 for name, n in host_counts[i].items():
-                    groups.setdefault(n, set()).add(name)
+                    groups[n] = groups.get(n, 0) | cache.nodes[name].bit
             else:
-                values = index.values(c.key)
                 for value, n in domain_counts[i].items():
                     if n:
-                        groups.setdefault(n, set()).update(values.get(value, ()))
-            sets.extend(groups.values())
-        return sets
+                        groups[n] = groups.get(n, 0) | cache.label_mask(c.key, value)
+            masks.extend(groups.values())
+        return masks
 
     def normalize_score(self, state, pod, scores: list[int]) -> list[int]:
         valid = [s for s in scores if s != _IGNORED]
