@@ -131,7 +131,7 @@ class Search:
     def run(self) -> None:
         """findNodesThatPassFilters: ``cells`` gets the feasible nodes, ``diagnosis`` the others."""
         cache, state, pod, diagnosis = self.cache, self.state, self.pod, self.diagnosis
-        nominated = [cache.nodes[name] for name in cache.nominated if name in cache.nodes]
+        nominated = [cache.nodes[name] for name in cache.nominated if name in cache.nodes] if cache.nominated else ()
         cells: list[Cell] = []
         for cls in cache.classes.values():
             mask = cls.mask

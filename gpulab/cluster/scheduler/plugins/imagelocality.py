@@ -9,7 +9,8 @@ of the pod's images are scored once.
 """
 from __future__ import annotations
 
-from ..interface import MAX_NODE_SCORE, SETS, ScorePlugin
+from ..interface import MAX_NODE_SCORE, SETS, PreScorePlugin, ScorePlugin
+from ..status import Status
 
 NAME = "ImageLocality"
 MB = 1024 * 1024
@@ -17,25 +18,32 @@ MIN_THRESHOLD = 23 * MB
 MAX_CONTAINER_THRESHOLD = 1000 * MB
 
 
-class ImageLocality(ScorePlugin):
+class ImageLocality(PreScorePlugin, ScorePlugin):
     NAME = NAME
     score_scope = SETS
 
-    def score(self, state, pod, node) -> int:
+    def pre_score(self, state, pod, feasible) -> Status | None:
+        """The pod's images and the share of nodes holding each (upstream recomputes them in every Score)."""
         cache = self.handle.cache
-        total_nodes = len(cache.nodes)
         images = pod_images(pod)
+        spread = {image: sum(mask.bit_count() for mask in cache.image_nodes.get(image, {}).values()) / len(cache.nodes)
+                  for image in images}
+        state.write(NAME, (images, spread))
+        return None
+
+    def score(self, state, pod, node) -> int:
+        images, spread = state.read(NAME)
         summed = 0
         for image in images:
             size = node.images.get(image)
             if size is not None:
-                holders = sum(mask.bit_count() for mask in cache.image_nodes.get(image, {}).values())
-                summed += int(size * (holders / total_nodes))  # scaledImageScore
+                summed += int(size * spread[image])  # scaledImageScore
         return calculate_priority(summed, len(images))
 
     def score_sets(self, state, pod) -> list:
         image_nodes = self.handle.cache.image_nodes
-        return [mask for image in sorted(set(pod_images(pod))) for mask in image_nodes.get(image, {}).values()]
+        images, _ = state.read(NAME)
+        return [mask for image in sorted(set(images)) for mask in image_nodes.get(image, {}).values()]
 
 
 def normalized_image_name(name: str) -> str:
