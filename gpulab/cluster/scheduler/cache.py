@@ -115,21 +115,12 @@ class NodeInfo:
 class Bucket:
     """Nodes of one taint class in the same resource state; ``representative`` stands for all of them."""
 
-    __slots__ = ("key", "members", "mask", "representative")
+    __slots__ = ("key", "mask", "representative")
 
     def __init__(self, key: tuple, representative: NodeInfo):
         self.key = key
-        self.members: set[str] = set()
-        self.mask = 0
+        self.mask = 0  # the member nodes (cache node mask)
         self.representative = representative
-
-    def add(self, info: NodeInfo) -> None:
-        self.members.add(info.name)
-        self.mask |= info.bit
-
-    def discard(self, info: NodeInfo) -> None:
-        self.members.discard(info.name)
-        self.mask &= ~info.bit
 
 
 TERM_KINDS = ("required", "required_anti", "preferred", "preferred_anti")
@@ -146,14 +137,13 @@ class TermHolders:
 
 
 class TaintClass:
-    __slots__ = ("id", "taints", "unschedulable", "members", "mask", "buckets")
+    __slots__ = ("id", "taints", "unschedulable", "mask", "buckets")
 
     def __init__(self, class_id: int, taints: list[dict], unschedulable: bool):
         self.id = class_id
         self.taints = taints
         self.unschedulable = unschedulable
-        self.members: set[str] = set()
-        self.mask = 0
+        self.mask = 0  # the member nodes (cache node mask)
         self.buckets: dict[tuple, Bucket] = {}
 
 
@@ -359,27 +349,25 @@ class SchedulerCache:
     def _place(self, info: NodeInfo) -> None:
         cls = info.taint_class or self._class_for(info)
         info.taint_class = cls
-        cls.members.add(info.name)
         cls.mask |= info.bit
         key = ("nominated", info.name) if info.name in self.nominated else info.resource_key()
         bucket = cls.buckets.get(key)
         if bucket is None:
             bucket = cls.buckets[key] = Bucket(key, info)
-        bucket.add(info)
+        bucket.mask |= info.bit
         info.bucket = bucket
 
     def _unplace(self, info: NodeInfo) -> None:
         cls, bucket = info.taint_class, info.bucket
         if cls is None:
             return
-        cls.members.discard(info.name)
         cls.mask &= ~info.bit
         if bucket is not None:
-            bucket.discard(info)
-            if not bucket.members:
+            bucket.mask &= ~info.bit
+            if not bucket.mask:
                 del cls.buckets[bucket.key]
             elif bucket.representative is info:
-                bucket.representative = self.nodes[next(iter(bucket.members))]
+                bucket.representative = self.node_of_bit(bucket.mask)
         info.taint_class = info.bucket = None
 
     def _replace_resources(self, info: NodeInfo, change) -> None:

@@ -63,8 +63,8 @@ class Cell:
 
 
 class FeasibleNodes:
-    """What PreScore plugins see of the feasible nodes: ``cells`` (``mask``, ``node(cache)``), ``mask``
-    and ``count``."""
+    """What PreScore plugins see of the feasible nodes: ``cells`` (``mask``, ``node(cache)``) and their
+    ``mask``."""
 
     __slots__ = ("cells", "mask")
 
@@ -74,10 +74,6 @@ class FeasibleNodes:
         for cell in cells:
             mask |= cell.mask
         self.mask = mask
-
-    @property
-    def count(self) -> int:
-        return self.mask.bit_count()
 
 
 def refine(cells: list[Cell], key, masks) -> list[Cell]:
