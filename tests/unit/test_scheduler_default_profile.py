@@ -152,7 +152,7 @@ def test_spread_constraints_reject_skewed_and_unlabelled_nodes():
     c.run()
     assert c.message("web-2").startswith(
         "0/4 nodes are available: 1 node(s) didn't match pod topology spread constraints, 1 node(s) had untolerated "
-        "taint(s), 2 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, preemption: ")
+        "taint(s), 2 node(s) didn't match Pod's node affinity/selector. preemption: ")
     assert c.message("web-3").startswith(
         "0/4 nodes are available: 1 node(s) didn't match pod topology spread constraints (missing required label), "
         "3 node(s) didn't match Pod's node affinity/selector.")
@@ -198,8 +198,8 @@ def test_host_ports_conflict_until_the_holder_goes():
                                                                           "protocol": "UDP"}]}])
     c.run()
     assert c.message("late").startswith("0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 node(s) "
-                                        "didn't have free ports for the requested pod ports. no new claims to "
-                                        "deallocate, preemption: 0/4 nodes are available: ")
+                                        "didn't have free ports for the requested pod ports. preemption: 0/4 nodes "
+                                        "are available: ")
     assert c.node_of("other-ip") is not None  # another protocol does not conflict
     holder = c.node_of("agent-1")
     c.finish("agent-1")
@@ -212,8 +212,8 @@ def test_a_missing_claim_fails_at_prefilter():
     c.pod("trainer", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}])
     c.pod("scratch", volumes=[{"name": "tmp", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}])
     c.run()
-    assert c.message("trainer") == ('0/4 nodes are available: persistentvolumeclaim "data" not found. no new claims '
-                                    f'to deallocate, preemption: 0/4 nodes are available: 4 {NOT_HELPFUL}.')
+    assert c.message("trainer") == ('0/4 nodes are available: persistentvolumeclaim "data" not found. preemption: '
+                                    f'0/4 nodes are available: 4 {NOT_HELPFUL}.')
     assert c.message("scratch").startswith('0/4 nodes are available: waiting for ephemeral volume controller to '
                                            'create the persistentvolumeclaim "scratch-tmp".')
 
