@@ -38,6 +38,6 @@ def build(api, config) -> list:
         NodeLifecycleController(api),
         TaintEvictionController(api),
         PodGCController(api),
-        Scheduler(api),
+        Scheduler(api, config.cluster_name),
         Kubelet(api, catalog=load_catalog(*config.images())),
     ]

@@ -178,7 +178,7 @@ def test_label_index_agrees_with_matching_node_by_node():
     for i in range(60):
         name = f"n{i}"
         labels[name] = {k: rng.choice(values) for k in keys if rng.random() < 0.7}
-        index.set_node(name, labels[name])
+        index.set(name, labels[name])
     ops = ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
     for _ in range(300):
         terms = []

@@ -1,10 +1,10 @@
 """The grouped search (taint classes, resource buckets, label index) against a brute-force reference.
 
 The reference filters every node one by one (first failing plugin wins),
-scores every feasible node, normalises, weights and picks the best score,
-breaking ties by node name, exactly as written below; on a randomized cluster
-of 50 nodes and 500 pods the scheduler must make the same decision for every
-pod and count the same failure reasons.
+scores every feasible node, normalises, weights and finds the best score,
+exactly as written below; on a randomized cluster of 50 nodes and 500 pods the
+scheduler must pick one of the best nodes for every pod and count the same
+failure reasons.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoS
 
 
 def reference(cache, pod: PodInfo, allocatable_score: bool):
-    """Filter all, score all: (chosen node or None, failure reason counts)."""
+    """Filter all, score all: (the best nodes, failure reason counts)."""
     reasons: Counter = Counter()
     feasible = []
     for name in sorted(cache.nodes):
@@ -53,7 +53,7 @@ def reference(cache, pod: PodInfo, allocatable_score: bool):
             continue
         feasible.append(name)
     if not feasible:
-        return None, reasons
+        return set(), reasons
     prefer = [t for t in pod.tolerations if (t.get("effect") or "") in ("", "PreferNoSchedule")]
     raw = {}
     for name in feasible:
@@ -76,7 +76,7 @@ def reference(cache, pod: PodInfo, allocatable_score: bool):
             total += allocatable[name]
         totals[name] = total
     best = max(totals.values())
-    return min(n for n in feasible if totals[n] == best), reasons
+    return {n for n in feasible if totals[n] == best}, reasons
 
 
 def random_cluster(rng: random.Random) -> Api:
@@ -150,8 +150,8 @@ def schedule_and_compare(api, scheduler, profile) -> tuple[int, int]:
         expected, reasons = reference(scheduler.cache, qpi.info, "NodeResourcesAllocatable" in profile.plugin_names)
         scheduler.schedule_one(qpi)
         got = api.get("pods", qpi.info.name, "default")
-        assert got["spec"].get("nodeName") == expected, qpi.info.pod
-        if expected is None:
+        assert got["spec"].get("nodeName") in (expected or {None}), qpi.info.pod
+        if not expected:
             failed += 1
             condition = next(c for c in got["status"]["conditions"] if c["type"] == "PodScheduled")
             assert condition["message"].startswith(fit_error_message(50, reasons) + " "), qpi.info.pod

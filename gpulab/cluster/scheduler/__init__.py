@@ -1,4 +1,4 @@
-"""The embedded cluster's scheduler: kube-scheduler v1.36 behaviour, plus scheduler-plugins' coscheduling.
+"""The embedded cluster's scheduler: kube-scheduler v1.37 behaviour, plus scheduler-plugins' coscheduling.
 
 ``Scheduler`` is the component the runtime starts; ``ProfileScheduler`` runs
 one profile and can be driven synchronously (``schedule_next``) in tests.

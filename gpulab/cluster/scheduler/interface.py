@@ -20,8 +20,9 @@ share that:
 * ``TAINTS``: the node's taints and ``spec.unschedulable`` (once per taint class);
 * ``RESOURCES``: its resources: allocatable, requests of its pods, pod count (once per resource bucket);
 * ``SETS``: which of the node sets the plugin returns for this pod from
-  ``filter_sets``/``score_sets`` contain it (usually built from the cache's label
-  and pod indexes: nodes with a label value, nodes holding matching pods);
+  ``filter_sets``/``score_sets`` contain it: sets of names, or the cache's node
+  masks (integers with a bit per node, e.g. ``cache.label_mask``), usually built
+  from its indexes (nodes with a label value, nodes holding matching pods);
 * ``NODE`` (the default): anything about the node, so every node is asked.
 
 The per-node method is the one implementation of the plugin's logic; the scope
@@ -91,9 +92,13 @@ class PreFilterPlugin(Plugin):
 
     # PreFilterExtensions: keep the PreFilter state true when preemption or nominated pods change a node.
     def add_pod(self, state: CycleState, pod, added, node) -> None:
-        return None
+        self.update_with_pod(state, pod, added, node, 1)
 
     def remove_pod(self, state: CycleState, pod, removed, node) -> None:
+        self.update_with_pod(state, pod, removed, node, -1)
+
+    def update_with_pod(self, state: CycleState, pod, other, node, delta: int) -> None:
+        """AddPod (delta 1) and RemovePod (delta -1) of ``other`` on ``node``, for plugins that count pods."""
         return None
 
 
@@ -104,7 +109,8 @@ class FilterPlugin(Plugin):
         raise NotImplementedError
 
     def filter_sets(self, state: CycleState, pod) -> list:
-        """For ``filter_scope = SETS``: node-name sets such that nodes in the same sets get the same verdict."""
+        """For ``filter_scope = SETS``: node sets (names or node masks) such that nodes in the same sets get the
+        same verdict."""
         return []
 
 
@@ -136,7 +142,8 @@ class ScorePlugin(Plugin):
         raise NotImplementedError
 
     def score_sets(self, state: CycleState, pod) -> list:
-        """For ``score_scope = SETS``: node-name sets such that nodes in the same sets get the same score."""
+        """For ``score_scope = SETS``: node sets (names or node masks) such that nodes in the same sets get the
+        same score."""
         return []
 
     def normalize_score(self, state: CycleState, pod, scores: list[int]) -> list[int]:

@@ -94,7 +94,8 @@ def preferred_terms(pod: dict) -> list[tuple[int, dict]]:
 
 
 class LabelIndex:
-    """Node names by label key and value, to evaluate selectors for all nodes with set operations."""
+    """Names (of nodes, or of pods by uid) by label key and value, to evaluate node selectors and label
+    selectors for all of them at once with set operations."""
 
     def __init__(self) -> None:
         self.all: set[str] = set()
@@ -103,7 +104,7 @@ class LabelIndex:
         self.version = 0
         self._cache: dict[str, frozenset[str]] = {}
 
-    def set_node(self, name: str, labels: dict | None) -> None:
+    def set(self, name: str, labels: dict | None) -> None:
         old = self._labels.get(name)
         labels = labels or {}
         if old is not None and old == labels:
@@ -116,7 +117,7 @@ class LabelIndex:
             self._by_key.setdefault(key, {}).setdefault(value, set()).add(name)
         self._changed()
 
-    def remove_node(self, name: str) -> None:
+    def remove(self, name: str) -> None:
         old = self._labels.pop(name, None)
         if old is None:
             return
@@ -144,6 +145,54 @@ class LabelIndex:
         out: set[str] = set()
         for members in self._by_key.get(key, {}).values():
             out |= members
+        return out
+
+    def values(self, key: str) -> dict[str, set[str]]:
+        """value -> names with ``key=value`` (the index's own sets: read, never change them)."""
+        return self._by_key.get(key, {})
+
+    def with_key(self, key: str) -> frozenset[str]:
+        """The names that have the label ``key`` (cached until a change)."""
+        cache_key = "k" + key
+        cached = self._cache.get(cache_key)
+        if cached is None:
+            cached = self._cache[cache_key] = frozenset(self._with_key(key))
+        return cached
+
+    def selector_members(self, requirements) -> set[str]:
+        """The names whose labels satisfy every ``selectors.Requirement`` of a label selector (none: all).
+
+        The requirements that name values or a key narrow the set through the index, smallest first, so the
+        cost is that of the fewest candidates; the negative ones (NotIn, DoesNotExist) are then checked on each
+        remaining name."""
+        candidates: list = []
+        negative = []
+        for r in requirements:
+            if r.op in ("=", "==", "in"):
+                by_value = self._by_key.get(r.key, {})
+                if len(r.values) == 1:
+                    found = by_value.get(r.values[0])
+                else:
+                    found = set().union(*(by_value.get(v, ()) for v in r.values))
+                if not found:
+                    return set()
+                candidates.append(found)
+            elif r.op == "exists":
+                candidates.append(self.with_key(r.key))
+            else:
+                negative.append(r)
+        if candidates:
+            candidates.sort(key=len)
+            out = set(candidates[0])
+            for other in candidates[1:]:
+                out &= other
+                if not out:
+                    return out
+        else:
+            out = set(self.all)
+        if negative:
+            labels = self._labels
+            out = {name for name in out if all(r.matches(labels[name]) for r in negative)}
         return out
 
     def _expression(self, expr: dict) -> set[str]:

@@ -22,6 +22,7 @@ gets the same effect from its snapshot).
 from __future__ import annotations
 
 import logging
+import random
 from typing import Iterator
 
 from ..errors import ApiError
@@ -59,16 +60,22 @@ class WaitingPod:
 
 
 class ProfileScheduler:
-    def __init__(self, api, profile: Profile, registry: dict = REGISTRY):
+    """``seed`` starts the generator that breaks ties between the best nodes (one per cluster, see
+    ``component.cluster_seed``), so the same cluster history gives the same placements."""
+
+    def __init__(self, api, profile: Profile, registry: dict = REGISTRY, seed: int = 0):
         self.api = api
         self.profile = profile
         self.profile_name = profile.name
+        self.rng = random.Random(f"{seed}/{profile.name}")
         self.cache = SchedulerCache()
         self.waiting: dict[str, WaitingPod] = {}
         self.framework = Framework(profile, registry, self)
         self.queue = SchedulingQueue(self.framework.sort_key, self.clock, self.framework.run_pre_enqueue)
         self._other_resources = sorted(self.framework.event_resources() - {NODE, POD})
         self._watchers = {key: self._watcher(key) for key in self._other_resources}
+        self._generations: dict[str, list[int]] = {}
+        self._counters: dict[str, object] = {}
 
     def clock(self) -> float:
         return self.api.clock()
@@ -105,6 +112,8 @@ class ProfileScheduler:
         self.api.unsubscribe("pods", self.on_pod)
         for key, watcher in self._watchers.items():
             self.api.unsubscribe(key, watcher)
+        for key, counter in self._counters.items():
+            self.api.unsubscribe(key, counter)
 
     def _watcher(self, key: str):
         def on_change(event_type: str, obj: dict, old: dict | None) -> None:
@@ -115,6 +124,7 @@ class ProfileScheduler:
     def on_node(self, event_type: str, node: dict, old: dict | None) -> None:
         if event_type == "DELETED":
             self.cache.remove_node(node["metadata"]["name"])
+            self._cluster_event(ClusterEvent(NODE, DELETE, node, None))
             return
         self.cache.set_node(node)
         if old is None:
@@ -167,9 +177,9 @@ class ProfileScheduler:
         base = self.cache.pod_info(uid) or (qpi.info if qpi else None) or (waiting.info if waiting else None)
         info = base.refresh(pod) if base is not None else PodInfo(pod)
         self.cache.add_pod(info, pod["spec"]["nodeName"])
-        if event_type == "ADDED":
+        if old is None or not (old.get("spec") or {}).get("nodeName"):  # the assigned-pod informer's add
             self._cluster_event(ClusterEvent(POD, ADD, None, pod))
-        elif old is not None and (old.get("spec") or {}).get("nodeName"):
+        else:
             changes = pod_update_changes(old, pod)
             if changes:
                 self._cluster_event(ClusterEvent(POD, UPDATE, old, pod, changes))
@@ -197,6 +207,32 @@ class ProfileScheduler:
         return self.framework.queueing_hint(plugin, qpi.info, event)
 
     # --- the handle ---------------------------------------------------------
+    def get_object(self, key: str, name: str, namespace: str | None = None) -> dict | None:
+        """An object through the informers (None when missing, or when the cluster does not serve its kind)."""
+        try:
+            return self.api.try_get(key, name, namespace)
+        except ApiError:
+            return None
+
+    def list_objects(self, key: str, namespace: str | None = None) -> list[dict]:
+        try:
+            return self.api.list(key, namespace)
+        except ApiError:
+            return []
+
+    def generation(self, key: str) -> int:
+        """A number that changes whenever an object of ``key`` changes, so plugins can keep what they derive
+        from such objects (a Deployment's selector) until then."""
+        counter = self._generations.get(key)
+        if counter is None:
+            counter = self._generations[key] = [0]
+
+            def on_change(event_type: str, obj: dict, old: dict | None) -> None:
+                counter[0] += 1
+            self._counters[key] = on_change
+            self.api.subscribe(key, on_change)
+        return counter[0]
+
     def waiting_pod(self, uid: str) -> WaitingPod | None:
         return self.waiting.get(uid)
 
@@ -253,7 +289,7 @@ class ProfileScheduler:
                 return
             search = Search(framework, state, pod)
             search.diagnosis.pre_filter_msg = pre.message
-            search.diagnosis.add(pre, set(self.cache.nodes))
+            search.diagnosis.add(pre, self.cache.all_mask)
             self._unschedulable(qpi, state, search.diagnosis, {pre.plugin})
             return
         host = self._nominated_host(state, pod)
@@ -263,7 +299,7 @@ class ProfileScheduler:
             if not search.cells:
                 self._unschedulable(qpi, state, search.diagnosis, search.diagnosis.unschedulable_plugins())
                 return
-            host = search.only_node() or search.select()
+            host = search.only_node() or search.select(self.rng)
         self._assume(qpi, state, host)
 
     def _nominated_host(self, state: CycleState, pod: PodInfo) -> str | None:

@@ -23,22 +23,22 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("NodeName", 0),
     ("TaintToleration", 3),
     ("NodeAffinity", 2),
+    ("NodePorts", 0),
     ("NodeResourcesFit", 1),
+    ("VolumeBinding", 0),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
     ("DynamicResources", 0),
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
     ("DefaultBinder", 0),
 )
 
-NOT_EMULATED = {
-    "NodePorts": "host ports are not emulated",
-    "VolumeRestrictions": "no PersistentVolumeClaims are served",
+NOT_EMULATED = {  # upstream's default plugins absent from DEFAULT_PLUGINS (between NodeResourcesFit and PTS)
+    "VolumeRestrictions": "no PersistentVolumeClaims are served, and in-tree disk volumes are not emulated",
     "NodeVolumeLimits": "no PersistentVolumeClaims or CSINodes are served",
-    "VolumeBinding": "no PersistentVolumeClaims are served",
-    "VolumeZone": "no PersistentVolumeClaims are served",
-    "PodTopologySpread": "not emulated",
-    "InterPodAffinity": "not emulated",
-    "ImageLocality": "not emulated",
+    "VolumeZone": "no PersistentVolumeClaims or PersistentVolumes are served",
 }
 
 

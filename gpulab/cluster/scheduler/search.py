@@ -15,8 +15,13 @@ node sets a ``SETS`` plugin names. A cell holding a node with nominated pods is
 that node alone, filtered node by node with the nominated pods added
 (``RunFilterPluginsWithNominatedPods``).
 
-Every node is evaluated (no ``percentageOfNodesToScore`` sampling); ties
-between the best-scoring nodes go to the smallest node name.
+Cells hold their nodes as masks, integers with one bit per node, so that
+splitting and intersecting them costs a few machine words. Every node is
+evaluated (no ``percentageOfNodesToScore`` sampling). Among the best-scoring
+nodes one is taken at random, each with the same chance, as ``selectHost``'s
+reservoir sampling does, from the profile's seeded generator: the k-th of the
+tied nodes in the order the cache first saw them, so a cluster with the same
+seed and history places pods the same way.
 """
 from __future__ import annotations
 
@@ -26,68 +31,70 @@ from .podinfo import PodInfo
 
 
 class Cell:
-    """Nodes of one taint class (and, once split, one resource bucket) that the plugins so far treat alike.
+    """Nodes of one taint class (and, once split, one resource bucket) that the plugins so far treat alike, as a
+    node mask (``cache.mask_of``).
 
     ``sigs[key]`` records which of a plugin's node sets hold the cell (one bit per set), ``done`` that the
     cell's node passed every filter already (a node with nominated pods, filtered on its own).
     """
 
-    __slots__ = ("cls", "bucket", "names", "sigs", "done")
+    __slots__ = ("cls", "bucket", "mask", "sigs", "done")
 
-    def __init__(self, cls, bucket, names, sigs=None, done=False):
-        self.cls, self.bucket, self.names = cls, bucket, names
+    def __init__(self, cls, bucket, mask: int, sigs=None, done=False):
+        self.cls, self.bucket, self.mask = cls, bucket, mask
         self.sigs: dict = {} if sigs is None else sigs
         self.done = done
 
-    def part(self, names) -> Cell:
-        return Cell(self.cls, self.bucket, names, dict(self.sigs), self.done)
-
-    def node(self, cache):
-        """A node that stands for the cell."""
-        if self.bucket is not None and self.names is self.bucket.members:
-            return self.bucket.representative
-        return cache.nodes[next(iter(self.names))]
-
-    def first(self) -> str:
-        if self.bucket is not None and self.names is self.bucket.members:
-            return self.bucket.first()
-        return min(self.names)
-
-
-class FeasibleNodes:
-    """What PreScore plugins see of the feasible nodes: ``cells`` (``names``, ``node(cache)``) and ``count``."""
-
-    __slots__ = ("cells",)
-
-    def __init__(self, cells: list[Cell]):
-        self.cells = cells
+    def part(self, mask: int) -> Cell:
+        return Cell(self.cls, self.bucket, mask, dict(self.sigs), self.done)
 
     @property
     def count(self) -> int:
-        return sum(len(c.names) for c in self.cells)
+        return self.mask.bit_count()
+
+    def node(self, cache):
+        """A node that stands for the cell."""
+        if self.bucket is not None and self.mask == self.bucket.mask:
+            return self.bucket.representative
+        return cache.node_of_bit(self.mask)
+
+    def names(self, cache) -> list[str]:
+        return cache.names_in(self.mask)
 
 
-def refine(cells: list[Cell], key, sets) -> list[Cell]:
-    """Split the cells so each lies inside or outside every set; ``sigs[key]`` gets the bits of the sets."""
-    for bit_index, members in enumerate(sets):
+class FeasibleNodes:
+    """What PreScore plugins see of the feasible nodes: ``cells`` (``mask``, ``node(cache)``) and their
+    ``mask``."""
+
+    __slots__ = ("cells", "mask")
+
+    def __init__(self, cells: list[Cell]):
+        self.cells = cells
+        mask = 0
+        for cell in cells:
+            mask |= cell.mask
+        self.mask = mask
+
+
+def refine(cells: list[Cell], key, masks) -> list[Cell]:
+    """Split the cells so each lies inside or outside every node mask; ``sigs[key]`` gets the bits of the masks."""
+    for bit_index, members in enumerate(masks):
         if not members:
             continue
         bit = 1 << bit_index
         out = []
         for cell in cells:
-            names = cell.names
-            inside = names & members
+            inside = cell.mask & members
             if not inside:
                 out.append(cell)
-                continue
-            if len(inside) == len(names):
+            elif inside == cell.mask:
                 cell.sigs[key] = cell.sigs.get(key, 0) | bit
                 out.append(cell)
-                continue
-            part = cell.part(inside)
-            part.sigs[key] = part.sigs.get(key, 0) | bit
-            out.append(part)
-            out.append(cell.part(names - inside))
+            else:
+                part = cell.part(inside)
+                part.sigs[key] = part.sigs.get(key, 0) | bit
+                out.append(part)
+                out.append(cell.part(cell.mask ^ inside))
         cells = out
     return cells
 
@@ -98,11 +105,10 @@ def _split_buckets(cells: list[Cell]) -> list[Cell]:
         if cell.bucket is not None:
             out.append(cell)
             continue
-        whole = cell.names is cell.cls.members
         for bucket in cell.cls.buckets.values():
-            names = bucket.members if whole else bucket.members & cell.names
-            if names:
-                out.append(Cell(cell.cls, bucket, names, dict(cell.sigs)))
+            mask = bucket.mask & cell.mask
+            if mask:
+                out.append(Cell(cell.cls, bucket, mask, dict(cell.sigs)))
     return out
 
 
@@ -114,30 +120,29 @@ class Search:
         self.cache = framework.cache
         self.state = state
         self.pod = pod
-        self.diagnosis = Diagnosis(len(self.cache.nodes))
+        self.diagnosis = Diagnosis(self.cache)
         self.cells: list[Cell] = []
 
     # --- filtering ----------------------------------------------------------
     def run(self) -> None:
         """findNodesThatPassFilters: ``cells`` gets the feasible nodes, ``diagnosis`` the others."""
         cache, state, pod, diagnosis = self.cache, self.state, self.pod, self.diagnosis
-        nominated = [name for name in cache.nominated if name in cache.nodes]
+        nominated = [cache.nodes[name] for name in cache.nominated if name in cache.nodes] if cache.nominated else ()
         cells: list[Cell] = []
         for cls in cache.classes.values():
-            if not cls.members:
+            mask = cls.mask
+            if not mask:
                 continue
-            names = cls.members
-            for name in nominated:
-                if name in names:
-                    info = cache.nodes[name]
+            for info in nominated:
+                if info.bit & mask:
                     status = self.framework.run_filters_with_nominated(state, pod, info)
                     if status is None:
-                        cells.append(Cell(cls, info.bucket, frozenset((name,)), done=True))
+                        cells.append(Cell(cls, info.bucket, info.bit, done=True))
                     else:
-                        diagnosis.add(status, frozenset((name,)))
-                    names = names - {name}
-            if names:
-                cells.append(Cell(cls, None, names))
+                        diagnosis.add(status, info.bit)
+                    mask &= ~info.bit
+            if mask:
+                cells.append(Cell(cls, None, mask))
         bucketed = False
         for index, plugin in enumerate(self.framework.filter_plugins):
             if not cells:
@@ -148,9 +153,13 @@ class Search:
             if scope in (RESOURCES, NODE) and not bucketed:
                 cells, bucketed = _split_buckets(cells), True
             if scope == SETS:
-                cells = refine(cells, index, plugin.filter_sets(state, pod))
+                cells = refine(cells, index, self._masks(plugin.filter_sets(state, pod)))
             cells = self._filter(plugin, scope, index, cells)
         self.cells = cells if bucketed else _split_buckets(cells)
+
+    def _masks(self, sets) -> list[int]:
+        """Plugins' node sets as masks (plugins may return either)."""
+        return [s if isinstance(s, int) else self.cache.mask_of(s) for s in sets]
 
     def _filter(self, plugin, scope: str, index: int, cells: list[Cell]) -> list[Cell]:
         cache, state, pod, diagnosis = self.cache, self.state, self.pod, self.diagnosis
@@ -163,7 +172,7 @@ class Search:
             if scope == NODE:
                 passing = self._filter_each(plugin, cell)
                 if passing:
-                    survivors.append(cell if len(passing) == len(cell.names) else cell.part(passing))
+                    survivors.append(cell if passing == cell.mask else cell.part(passing))
                 continue
             key = cell.cls.id if scope == TAINTS else id(cell.bucket) if scope == RESOURCES else cell.sigs.get(index, 0)
             if key in memo:
@@ -173,37 +182,40 @@ class Search:
             if status is None:
                 survivors.append(cell)
             else:
-                diagnosis.add(status, cell.names)
+                diagnosis.add(status, cell.mask)
         return survivors
 
-    def _filter_each(self, plugin, cell: Cell) -> set[str]:
-        passing: set[str] = set()
+    def _filter_each(self, plugin, cell: Cell) -> int:
+        """The mask of the cell's nodes that pass, node by node; the others go to the diagnosis."""
+        passing = 0
         rejected: dict = {}
-        for name in cell.names:
-            status = plugin.filter(self.state, self.pod, self.cache.nodes[name])
+        for name in cell.names(self.cache):
+            node = self.cache.nodes[name]
+            status = plugin.filter(self.state, self.pod, node)
             if status is None:
-                passing.add(name)
+                passing |= node.bit
             else:
-                rejected.setdefault(status, set()).add(name)
-        for status, names in rejected.items():
-            self.diagnosis.add(status, names)
+                rejected[status] = rejected.get(status, 0) | node.bit
+        for status, mask in rejected.items():
+            self.diagnosis.add(status, mask)
         return passing
 
     # --- scoring ----------------------------------------------------------
-    def feasible_count(self) -> int:
-        return sum(len(cell.names) for cell in self.cells)
-
     def only_node(self) -> str | None:
         """The feasible node when there is exactly one (schedulePod returns it without scoring)."""
-        if len(self.cells) == 1 and len(self.cells[0].names) == 1:
-            return next(iter(self.cells[0].names))
+        if len(self.cells) == 1 and self.cells[0].count == 1:
+            return self.cache.node_of_bit(self.cells[0].mask).name
         return None
 
-    def select(self) -> str:
-        """prioritizeNodes, then selectHost among the cells with the best total."""
+    def select(self, rng) -> str:
+        """prioritizeNodes, then selectHost: a node drawn uniformly from the cells with the best total."""
         cells, totals = self.prioritize()
         best = max(totals)
-        return min(cell.first() for cell, total in zip(cells, totals) if total == best)
+        tied = 0
+        for cell, total in zip(cells, totals):
+            if total == best:
+                tied |= cell.mask
+        return self.cache.nth_name(tied, rng.randrange(tied.bit_count()))
 
     def prioritize(self) -> tuple[list[Cell], list[int]]:
         """RunPreScorePlugins and RunScorePlugins: each cell's weighted sum of normalised scores, up to a
@@ -219,9 +231,9 @@ class Search:
         plugins = [entry for entry in plugins if entry[1].NAME not in state.skip_score]
         for index, plugin, _ in plugins:
             if plugin.score_scope == SETS:
-                cells = refine(cells, -1 - index, plugin.score_sets(state, pod))
+                cells = refine(cells, -1 - index, self._masks(plugin.score_sets(state, pod)))
             elif plugin.score_scope == NODE:
-                cells = [cell.part(frozenset((name,))) for cell in cells for name in cell.names]
+                cells = [cell.part(cache.nodes[name].bit) for cell in cells for name in cell.names(cache)]
         self.cells = cells
         totals = [0] * len(cells)
         if len(cells) == 1:
@@ -236,7 +248,7 @@ class Search:
                 key_index = -1 - index
                 keys = [cell.sigs.get(key_index, 0) for cell in cells]
             else:
-                keys = [next(iter(cell.names)) for cell in cells]
+                keys = [cell.mask for cell in cells]
             memo: dict = {}
             for key, cell in zip(keys, cells):
                 if key not in memo:

@@ -6,7 +6,7 @@ do not match are rejected with ``node(s) didn't match Pod's node affinity/select
 Score: the sum of the weights of the preferred terms a node matches, normalised
 with ``helper.DefaultNormalizeScore(MaxNodeScore, false, ...)``; PreScore
 skips pods without preferred terms. Weight 2 in the default profile.
-The cache's label index gives the matching nodes as sets, for the fast path.
+The cache gives the matching nodes as node masks, for the fast path.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, E
         return None if pod.required.matches(node.labels, node.name) else _REJECTION
 
     def filter_sets(self, state, pod) -> list:
-        return [self.handle.cache.labels.required_members(pod.required)]
+        return [self.handle.cache.selector_mask(pod.required)]
 
     def pre_score(self, state, pod, feasible) -> Status | None:
         return None if pod.preferred else SKIP_STATUS
@@ -41,8 +41,8 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, E
         return sum(weight for weight, term in pod.preferred if term_matches(term, node.labels, node.name))
 
     def score_sets(self, state, pod) -> list:
-        index = self.handle.cache.labels
-        return [index.term_members(term) for _, term in pod.preferred]
+        cache = self.handle.cache
+        return [cache.term_mask(term) for _, term in pod.preferred]
 
     def normalize_score(self, state, pod, scores: list[int]) -> list[int]:
         return default_normalize_score(scores)
