@@ -31,6 +31,8 @@ c.Autograde.autograde_preprocessors = [
     HermeticExecute, IgnorePattern, LimitOutput, SaveVerifiedGrades, AssignLatePenalties, CheckCellMetadata,
 ]
 c.Execute.timeout = 120             # seconds per cell; a cell that runs longer is interrupted, the rest still graded
+# The final assessment's answer keys, judged in the grading process only (learners' checks just record answers).
+c.HermeticExecute.check_modules = ["answer_keys.py"]
 
 # Feedback: reasons and hints from the grader's checks; hidden tests stay hidden.
 c.GenerateFeedback.preprocessors = [GetGrades, ExplainGrades, CSSHTMLHeaderPreprocessor]
