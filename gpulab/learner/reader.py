@@ -82,8 +82,14 @@ class ClusterReader:
         return self._cached(("nodes",), lambda: self._get("/api/v1/nodes")["items"])
 
     def pods(self, namespace: str | None = None, label_selector: str | None = None) -> list[dict]:
-        path = "/api/v1/pods" if namespace is None else f"/api/v1/namespaces/{namespace}/pods"
-        return self._cached(("pods", namespace, label_selector),
+        return self._core_list("pods", namespace, label_selector)
+
+    def secrets(self, namespace: str | None = None, label_selector: str | None = None) -> list[dict]:
+        return self._core_list("secrets", namespace, label_selector)
+
+    def _core_list(self, plural: str, namespace: str | None, label_selector: str | None) -> list[dict]:
+        path = f"/api/v1/{plural}" if namespace is None else f"/api/v1/namespaces/{namespace}/{plural}"
+        return self._cached((plural, namespace, label_selector),
                             lambda: self._get(path, labelSelector=label_selector)["items"])
 
     def pod(self, name: str, namespace: str = "default") -> dict | None:
