@@ -155,15 +155,15 @@ def test_a_graded_cell_writing_to_stderr_is_caught(tmp_path: Path):
 
 
 def test_check_yourself_questions_are_the_checks_text():
-    """The course and the final assessment print the questions exactly as the checks judge them."""
-    from gpulab.checks.final import QUESTIONS
+    """The course and the labs print the source's check-yourself questions exactly as the checks judge them."""
+    from gpulab.checks import lab03, lab04
 
-    for path in (ROOT / "course" / "04-sharing.ipynb", ROOT / "solutions" / "final-assessment" /
-                 "final-assessment.ipynb"):
+    for path, questions in ((ROOT / "course" / "04-sharing.ipynb", (lab03.CHECK_YOURSELF, lab04.CHECK_YOURSELF)),
+                            (ROOT / "solutions" / "lab03-h100-pod" / "lab03-h100-pod.ipynb", (lab03.CHECK_YOURSELF,)),
+                            (ROOT / "solutions" / "lab04-sharing" / "lab04-sharing.ipynb", (lab04.CHECK_YOURSELF,))):
         text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
-        for question in QUESTIONS.values():
-            assert question["question"] in text, path.name
-            assert all(option in text for option in question["options"].values()), path.name
+        for question in questions:
+            assert all(f"* **({k})** {option}" in text for k, option in question.options.items()), path.name
 
 
 def test_a_failed_kubectl_or_helm_command_is_caught():

@@ -6,11 +6,20 @@ steps (:mod:`.states`) through the official client. Any other cluster (kind, a
 real one, reached through a kubeconfig) is never wiped: :func:`reset` refuses
 with :class:`ResetRefused`, whose message lists what the starting state needs,
 so the learner can make those changes knowingly.
+
+Under ``nbgrader validate`` (which runs the whole notebook, this reset
+included, to tell the learner what grading would say) the learner's cluster is
+left alone: the starting state is built on a new embedded cluster in a private
+``GPULAB_HOME``, as grading does, and that cluster is stopped and deleted when
+the kernel exits.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from ..learner import connection
@@ -57,16 +66,41 @@ def _gpulab(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*connection.gpulab_command(), *args], capture_output=True, text=True, timeout=180)
 
 
+def _up(name: str, port: str | None = None) -> Path:
+    up = _gpulab("cluster", "up", "--name", name, *(["--port", port] if port and port != "None" else []))
+    if up.returncode != 0:
+        raise StepError(f"`gpulab cluster up --name {name}` failed: {(up.stderr or up.stdout).strip()}")
+    return Path(up.stdout.strip().splitlines()[-1])
+
+
 def _recreate(name: str) -> Path:
     """``gpulab cluster reset`` + ``up`` on the same port, so a port-forward or bookmark keeps working."""
     status = _gpulab("cluster", "status", "--name", name)
     port = next((line.split(":", 1)[1].strip() for line in status.stdout.splitlines() if line.startswith("port:")),
                 None)
     _gpulab("cluster", "reset", "--name", name)
-    up = _gpulab("cluster", "up", "--name", name, *(["--port", port] if port and port != "None" else []))
-    if up.returncode != 0:
-        raise StepError(f"`gpulab cluster up --name {name}` failed: {(up.stderr or up.stdout).strip()}")
-    return Path(up.stdout.strip().splitlines()[-1])
+    return _up(name, port)
+
+
+VALIDATE_ENV = "NBGRADER_EXECUTION"      # nbgrader sets it to "validate" while `nbgrader validate` runs a notebook
+
+
+def _validating() -> bool:
+    return os.environ.get(VALIDATE_ENV) == "validate"
+
+
+def _private_home() -> Path:
+    """A new ``GPULAB_HOME`` for this kernel and the commands it runs, its cluster removed when the kernel exits."""
+    home = Path(tempfile.mkdtemp(prefix="gpulab-validate-"))
+    os.environ["GPULAB_HOME"] = str(home)
+
+    def remove() -> None:
+        for cluster in (home / "clusters").glob("*"):
+            _gpulab("cluster", "down", "--name", cluster.name)      # down, not reset: reset edits ~/.kube/config
+        shutil.rmtree(home, ignore_errors=True)
+
+    atexit.register(remove)
+    return home
 
 
 def reset(lab: str | Lab, *, name: str | None = None, quiet: bool = False) -> Path:
@@ -88,8 +122,14 @@ def reset(lab: str | Lab, *, name: str | None = None, quiet: bool = False) -> Pa
         raise ResetRefused(f"not resetting: {exc}, and gpulab lab reset only wipes the embedded cluster. "
                            f"To reach the starting state of {chosen.name} it would:\n{changes}") from None
     say = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
-    say(f"Resetting the embedded cluster {cluster!r} to the starting state of {chosen.name}...")
-    kubeconfig = _recreate(cluster)
+    if name is None and _validating():
+        home = _private_home()
+        say(f"nbgrader validate: building the starting state of {chosen.name} on a new embedded cluster of its "
+            f"own (in {home}, removed when this kernel stops); your cluster {cluster!r} is not touched...")
+        kubeconfig = _up(cluster)
+    else:
+        say(f"Resetting the embedded cluster {cluster!r} to the starting state of {chosen.name}...")
+        kubeconfig = _recreate(cluster)
     current = connection._current  # noqa: SLF001
     if current is not None and current.embedded and current.cluster_name == cluster:
         api_client = connection.connect(name=cluster).api_client
