@@ -118,8 +118,10 @@ def test_notebook_runs_top_to_bottom_on_a_fresh_cluster(path: Path, tmp_path: Pa
           + json.dumps(sorted(enumerate(seconds), key=lambda c: -c[1])[:3]))
 
 
-def test_solutions_have_graded_cells_and_hidden_tests():
-    """Each lab is an nbgrader source: answer cells, visible test cells, and hidden tests in at least one."""
+def test_solutions_have_graded_cells_whose_visible_part_is_the_grade():
+    """Each lab is an nbgrader source: answer cells and test cells; a test cell's hidden part (if any) calls only
+    checks its visible part calls, so the learner's run of the cell agrees with the grade and no exercise's hidden
+    test re-checks (and costs points for) another one."""
     assert {p.parent.name for p in SOLUTIONS} == {"lab01-gpu-operator", "lab02-node-pools", "lab03-h100-pod",
                                                    "lab04-sharing", "lab05-gang-scheduling", "final-assessment"}
     for path in SOLUTIONS:
@@ -129,7 +131,10 @@ def test_solutions_have_graded_cells_and_hidden_tests():
         assert any(g.get("solution") for g in grading), _id(path)
         tests = [c for c, g in zip(cells, grading) if g.get("grade")]
         assert tests and all("gpulab.checks." in c.source for c in tests), _id(path)
-        assert any("### BEGIN HIDDEN TESTS" in c.source for c in tests), _id(path)
+        for cell in tests:
+            visible, _, hidden = cell.source.partition("### BEGIN HIDDEN TESTS")
+            assert set(re.findall(r'"([a-z0-9]+\.[a-z_0-9]+)"', hidden)) <= \
+                set(re.findall(r'"([a-z0-9]+\.[a-z_0-9]+)"', visible)), (_id(path), cell.source)
         assert all(g.get("schema_version") == 3 for g in grading if g), _id(path)
 
 
