@@ -35,7 +35,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, List, Unicode, default
 
 from .cells import check_calls, is_graded
-from .clusters import SubmissionCluster, supply_for
+from .clusters import SubmissionCluster, remove_later, supply_for
 from .recheck import ANSWER_EXPRESSION, UnreadableAnswer, judge, known_checks, parse_answer
 from .sanitize import GRADER_KEY
 
@@ -69,7 +69,7 @@ class HermeticExecute(Execute):
                     self._run(cell, index, cluster)
             self.set_widgets_metadata()
         finally:
-            cluster.remove()
+            remove_later(cluster)
         return self.nb, self.resources
 
     def _run(self, cell: NotebookNode, index: int, cluster: SubmissionCluster) -> None:
