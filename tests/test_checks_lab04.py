@@ -137,18 +137,20 @@ def test_choose_sharing():
 
 def test_latency_sensitive_service_on_a_time_sliced_gpu_is_the_mistake():
     from gpulab import checks
-    from gpulab.checks.lab04 import LATENCY_SENSITIVE
+    from gpulab.checks.lab04 import latency_sensitive_question
+
+    question = latency_sensitive_question()
 
     right = checks.run("lab04.latency_sensitive", "b", client=object())
     assert right.passed
     assert right.reason == ("right: (b) p99 climbs to about 7.6 ms, over the budget: every busy neighbour adds about "
                             "one time slice to the tail. Time-slicing is the wrong way to share a GPU with "
                             "latency-sensitive serving; give it a MIG slice or a GPU of its own.")
-    assert LATENCY_SENSITIVE.options["a"] == ("p99 stays near 0.6 ms: each replica has a quarter of the GPU to "
+    assert question.options["a"] == ("p99 stays near 0.6 ms: each replica has a quarter of the GPU to "
                                               "itself.")
     for option in "acd":
         result = checks.run("lab04.latency_sensitive", option, client=object())
-        assert not result.passed and result.reason == f"({option}) is not it: {LATENCY_SENSITIVE.why_not[option]}"
+        assert not result.passed and result.reason == f"({option}) is not it: {question.why_not[option]}"
         assert "(b)" not in result.reason + result.hint
 
 

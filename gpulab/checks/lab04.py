@@ -1,6 +1,8 @@
 """Lab 04, sharing a GPU: time-slicing the A100 node, MIG mixed on the H100 node, a pod on a slice, choosing one."""
 from __future__ import annotations
 
+from functools import cache
+
 from .answers import MultipleChoice, choice, normalise
 from .gpus import (COUNT, GPU, MIG_CONFIG, MIG_RESOURCE_PREFIX, MIG_STATE, MIG_STRATEGY, PRODUCT, REPLICAS, SHARING,
                    allocatable, labels, name, nodes_of_family, nvidia_allocatable)
@@ -108,33 +110,36 @@ def _a100_p99(neighbours: int) -> float:
     return expected_latency("time-slicing", neighbours=neighbours, model=A100_MODEL)["p99_ms"]
 
 
-LATENCY_SENSITIVE = MultipleChoice(
-    options={
-        "a": f"p99 stays near {_a100_p99(0):.1f} ms: each replica has a quarter of the GPU to itself.",
-        "b": f"p99 climbs to about {_a100_p99(TIME_SLICES - 1):.1f} ms, over the budget: every busy neighbour adds "
-             "about one time slice to the tail. Time-slicing is the wrong way to share a GPU with latency-sensitive "
-             "serving; give it a MIG slice or a GPU of its own.",
-        "c": "p99 climbs a little but stays within the budget, because the device plugin gives inference pods "
-             "priority.",
-        "d": "The pod is refused: a time-sliced GPU cannot serve inference.",
-    },
-    why_not={
-        "a": "time-sliced replicas do not own a quarter of the GPU: they take turns on all of it, and a busy "
-             "neighbour's turn is time your request waits",
-        "c": "the device plugin only advertises replicas; nothing in time-slicing knows priorities or latency "
-             "budgets",
-        "d": f"a replica is an ordinary {GPU} to the scheduler: the pod runs, only slowly at the tail",
-    },
-    hint=f"read the time-slicing p99 at {TIME_SLICES - 1} busy neighbours off "
-         f"widgets.latency_figure(model=\"{A100_MODEL}\", max_neighbours={TIME_SLICES - 1}, "
-         f"p99_budget_ms={LATENCY_BUDGET_MS:g})",
-)
+@cache
+def latency_sensitive_question() -> MultipleChoice:
+    """The question, its numbers from the latency model (computed on first use: the model loads the GPU catalog)."""
+    return MultipleChoice(
+        options={
+            "a": f"p99 stays near {_a100_p99(0):.1f} ms: each replica has a quarter of the GPU to itself.",
+            "b": f"p99 climbs to about {_a100_p99(TIME_SLICES - 1):.1f} ms, over the budget: every busy neighbour "
+                 "adds about one time slice to the tail. Time-slicing is the wrong way to share a GPU with "
+                 "latency-sensitive serving; give it a MIG slice or a GPU of its own.",
+            "c": "p99 climbs a little but stays within the budget, because the device plugin gives inference pods "
+                 "priority.",
+            "d": "The pod is refused: a time-sliced GPU cannot serve inference.",
+        },
+        why_not={
+            "a": "time-sliced replicas do not own a quarter of the GPU: they take turns on all of it, and a busy "
+                 "neighbour's turn is time your request waits",
+            "c": "the device plugin only advertises replicas; nothing in time-slicing knows priorities or latency "
+                 "budgets",
+            "d": f"a replica is an ordinary {GPU} to the scheduler: the pod runs, only slowly at the tail",
+        },
+        hint=f"read the time-slicing p99 at {TIME_SLICES - 1} busy neighbours off "
+             f"widgets.latency_figure(model=\"{A100_MODEL}\", max_neighbours={TIME_SLICES - 1}, "
+             f"p99_budget_ms={LATENCY_BUDGET_MS:g})",
+    )
 
 
 @check("lab04.latency_sensitive", "answer: a latency-sensitive service on a time-sliced GPU with busy neighbours",
        answer="latency_sensitive")
 def latency_sensitive(cluster, answer) -> Result:
-    return LATENCY_SENSITIVE.judge(answer, key="b")
+    return latency_sensitive_question().judge(answer, key="b")
 
 
 @check("lab04.mig_mixed_h100", "H100 node all-balanced under the mixed strategy, state success")
