@@ -10,14 +10,12 @@ so the learner can make those changes knowingly.
 Under ``nbgrader validate`` (which runs the whole notebook, this reset
 included, to tell the learner what grading would say) the learner's cluster is
 left alone: the starting state is built on a new embedded cluster in a private
-``GPULAB_HOME``, as grading does, and that cluster is stopped and deleted when
-the kernel exits.
+``GPULAB_HOME``, as grading does, and that cluster is stopped and deleted once
+the kernel has gone (:mod:`.scratch`).
 """
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -90,16 +88,12 @@ def _validating() -> bool:
 
 
 def _private_home() -> Path:
-    """A new ``GPULAB_HOME`` for this kernel and the commands it runs, its cluster removed when the kernel exits."""
+    """A new ``GPULAB_HOME`` for this kernel and the commands it runs, its cluster removed when the kernel ends."""
+    from . import scratch
+
     home = Path(tempfile.mkdtemp(prefix="gpulab-validate-"))
     os.environ["GPULAB_HOME"] = str(home)
-
-    def remove() -> None:
-        for cluster in (home / "clusters").glob("*"):
-            _gpulab("cluster", "down", "--name", cluster.name)      # down, not reset: reset edits ~/.kube/config
-        shutil.rmtree(home, ignore_errors=True)
-
-    atexit.register(remove)
+    scratch.watch(home)
     return home
 
 
