@@ -6,6 +6,8 @@ formgrader in JupyterLab all read this file. Autograding is hermetic and
 tamper resistant (see README.md); ``gpulab grade LAB --jobs N`` runs the same
 pipeline on every submission at once.
 """
+from pathlib import Path
+
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import (
     AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds, GetGrades, IgnorePattern, LimitOutput,
@@ -23,6 +25,12 @@ c.CourseDirectory.course_id = "gpulab"
 c.CourseDirectory.source_directory = "../solutions"
 c.CourseDirectory.release_directory = "../labs"
 
+# The exchange (release_assignment, submit, collect) lives in this directory, not in nbgrader's /srv default;
+# nbgrader wants it to exist before the first release.
+EXCHANGE = Path(__file__).resolve().parent / "exchange"
+EXCHANGE.mkdir(exist_ok=True)
+c.Exchange.root = str(EXCHANGE)
+
 # Autograde: nbgrader's pipeline with three steps replaced (sanitising, execution, scoring).
 c.Autograde.sanitize_preprocessors = [
     ClearOutput, DeduplicateIds, OverwriteKernelspec, RestoreGradedCells, CheckCellMetadata,
@@ -31,6 +39,8 @@ c.Autograde.autograde_preprocessors = [
     HermeticExecute, IgnorePattern, LimitOutput, SaveVerifiedGrades, AssignLatePenalties, CheckCellMetadata,
 ]
 c.Execute.timeout = 120             # seconds per cell; a cell that runs longer is interrupted, the rest still graded
+# The final assessment's answer keys, judged in the grading process only (learners' checks just record answers).
+c.HermeticExecute.check_modules = ["answer_keys.py"]
 
 # Feedback: reasons and hints from the grader's checks; hidden tests stay hidden.
 c.GenerateFeedback.preprocessors = [GetGrades, ExplainGrades, CSSHTMLHeaderPreprocessor]

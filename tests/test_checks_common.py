@@ -11,6 +11,8 @@ agent run the pods.
 """
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import os
 import threading
@@ -77,7 +79,9 @@ class FakeGpuStack:
 
     # --- the operator --------------------------------------------------------------------------
     def operator(self, *, sets: tuple[str, ...] = (f"driver.version={DRIVER}",), version: str | None = None,
-                 state: str = "ready") -> dict:
+                 state: str = "ready", release: bool = True) -> dict:
+        """The chart's ClusterPolicy for ``--set`` values ``sets`` and, with ``release``, Helm's record of the
+        release (what ``helm get values`` reads); the previous policy and release replaced."""
         from kubernetes.client import ApiException
 
         from gpulab.gpustack import chart
@@ -89,17 +93,41 @@ class FakeGpuStack:
         eventually(lambda: any(c.type == "Established" and c.status == "True" for c in
                                self.extensions.read_custom_resource_definition(
                                    "clusterpolicies.nvidia.com").status.conditions or []))
-        policy = chart.cluster_policy(chart.values_for(version, chart.parse_set(list(sets))), version=version)
+        user_values = chart.parse_set(list(sets))
+        policy = chart.cluster_policy(chart.values_for(version, user_values), version=version)
         try:
             self.custom.delete_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", "cluster-policy")
         except ApiException as exc:
             assert exc.status == 404
         eventually(lambda: not self.custom.list_cluster_custom_object("nvidia.com", "v1", "clusterpolicies")["items"])
+        self.helm_release(user_values if release else None, chart.normalise_version(version))
         created = self.custom.create_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", policy)
         if state:
             self.custom.patch_cluster_custom_object_status("nvidia.com", "v1", "clusterpolicies", "cluster-policy",
                                                            {"status": {"state": state, "namespace": "gpu-operator"}})
         return created
+
+    def helm_release(self, user_values: dict | None, chart_version: str, name: str = "gpu-operator-1764547200",
+                     namespace: str = "gpu-operator") -> None:
+        """Helm's release Secret as helm 3 writes it (pkg/storage/driver: the release JSON gzipped and base64'd,
+        in data.release, labelled owner=helm); None deletes every release record instead."""
+        from kubernetes.client import ApiException
+
+        try:
+            self.core.create_namespace({"metadata": {"name": namespace}})
+        except ApiException as exc:
+            assert exc.status == 409
+        self.core.delete_collection_namespaced_secret(namespace, label_selector="owner=helm")
+        if user_values is None:
+            return
+        record = {"name": name, "namespace": namespace, "version": 1, "config": user_values,
+                  "info": {"status": "deployed"},
+                  "chart": {"metadata": {"name": "gpu-operator", "version": chart_version}}, "manifest": ""}
+        helm_encoded = base64.b64encode(gzip.compress(json.dumps(record).encode()))
+        self.core.create_namespaced_secret(namespace, {
+            "metadata": {"name": f"sh.helm.release.v1.{name}.v1",
+                         "labels": {"name": name, "owner": "helm", "status": "deployed", "version": "1"}},
+            "type": "helm.sh/release.v1", "data": {"release": base64.b64encode(helm_encoded).decode()}})
 
     def remove_operator(self) -> None:
         """Back to a cluster that never saw the operator: the ClusterPolicy CRD (and so every policy) deleted."""

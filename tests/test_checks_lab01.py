@@ -55,10 +55,32 @@ def test_operator_pinned(stack):
     assert result.reason == ("the GPU Operator is not installed: the API server does not serve ClusterPolicy "
                              "(clusterpolicies.nvidia.com)")
 
-    stack.operator(sets=(), version="v26.3.3")          # unpinned: the newest chart's driver
+    # The mistake: an install that never pinned the driver. This chart's default driver *is* 580.105.08, so the
+    # ClusterPolicy alone cannot tell; the release's user-supplied values can.
+    stack.operator(sets=())
+    policy = stack.custom.get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", "cluster-policy")
+    assert policy["spec"]["driver"]["version"] == "580.105.08"
     result = run(stack, "lab01.operator_pinned")
     assert not result.passed
-    assert result.reason == "ClusterPolicy cluster-policy has driver 580.126.20, not the pinned 580.105.08"
+    assert result.reason == (
+        "the driver is not pinned: release gpu-operator-1764547200 was installed without driver.version among its "
+        "values (`helm get values gpu-operator-1764547200 -n gpu-operator` shows none), so it runs whatever driver "
+        "the chart defaults to (580.105.08 for this chart) and the next chart upgrade replaces it under running GPU "
+        "pods")
+    assert result.hint == ("set the driver version explicitly when you install (or upgrade) the chart: "
+                           "--set driver.version=...")
+
+    stack.operator(sets=(), version="v26.3.3")          # unpinned, on the newest chart: its driver
+    assert run(stack, "lab01.operator_pinned").reason.startswith("the driver is not pinned: ")
+
+    stack.operator(sets=("driver.version=580.126.20",))
+    assert run(stack, "lab01.operator_pinned").reason == (
+        "release gpu-operator-1764547200 pins driver.version=580.126.20; the exercise pins 580.105.08")
+
+    stack.operator(release=False)                       # a ClusterPolicy that no Helm release installed
+    assert run(stack, "lab01.operator_pinned").reason == (
+        "ClusterPolicy cluster-policy exists, but no Helm release of the gpu-operator chart is deployed, so nothing "
+        "records which driver version was asked for")
 
     stack.operator(sets=("driver.enabled=false",))
     assert run(stack, "lab01.operator_pinned").reason == (
@@ -72,11 +94,13 @@ def test_operator_pinned(stack):
     stack.operator()                                    # the solution: --set driver.version=580.105.08, ready
     result = run(stack, "lab01.operator_pinned")
     assert result.passed, result
-    assert result.reason == ("GPU Operator installed: ClusterPolicy cluster-policy is ready with driver 580.105.08 "
-                             "pinned")
+    assert result.reason == ("GPU Operator installed: release gpu-operator-1764547200 pins driver.version=580.105.08 "
+                             "and ClusterPolicy cluster-policy is ready with it")
 
 
 def test_allocatable_gpus(stack):
+    from gpulab import checks
+
     stack.set_node(H100, {}, {})
     stack.set_node(A100, {}, {})
     result = run(stack, "lab01.allocatable_gpus", 12)   # before the device plugin advertises anything
@@ -98,7 +122,12 @@ def test_allocatable_gpus(stack):
         result = run(stack, "lab01.allocatable_gpus", answer)
         assert not result.passed and result.reason == reason, answer
         assert "12" not in result.reason + result.hint
-    assert run(stack, "lab01.allocatable_gpus").reason == "this exercise asks for an answer, and none was given"
+    for unanswered, state in ((None, "is still None"), (" ", "is empty"), (checks.NO_ANSWER, "is not set yet")):
+        result = checks.run("lab01.allocatable_gpus", unanswered, client=stack.api)   # never judged as "None"
+        assert not result.passed
+        assert result.reason == f"no answer yet: allocatable_gpus {state}"
+        assert result.hint.startswith("in this exercise's answer cell (the one that says YOUR CODE HERE), set "
+                                      "allocatable_gpus = your answer")
 
 
 def test_gpu_product_labels(stack):

@@ -128,12 +128,77 @@ def test_web_off_gpu_nodes(stack):
     result = run(stack, "lab02.web_off_gpu_nodes")
     assert not result.passed
     assert re.fullmatch(r"web pods run on GPU nodes: (web-\w+-\w+ on gpulab-worker2(, )?){3}", result.reason), result
+    assert "kubectl rollout restart deployment/web" in result.hint
 
     _web(stack, 3)                                        # the solution: no toleration, the taint does the rest
     eventually(lambda: run(stack, "lab02.web_off_gpu_nodes").passed)
     result = run(stack, "lab02.web_off_gpu_nodes")
     assert result.passed, result
     assert result.reason == "Deployment web has 3 ready replicas, all on nodes without GPUs (gpulab-worker)"
+
+
+def _gpu_pod_count(stack) -> int:
+    pods = stack.core.list_namespaced_pod("default", label_selector="app=web").items
+    return sum(p.spec.node_name in (H100, A100) for p in pods if not p.metadata.deletion_timestamp)
+
+
+def test_web_before_taint(stack):
+    """Forgetting the taint: web, created on untainted GPU nodes, lands there; the learner counts how many."""
+    lab_start(stack)
+    stack.label(H100, pool="h100")
+    stack.label(A100, pool="a100")
+    assert run(stack, "lab02.web_before_taint", 0).reason == "there is no Deployment web in namespace default"
+
+    _web(stack, 3)
+    eventually(lambda: run(stack, "lab02.web_before_taint", 0).reason != "Deployment web has 0 of 3 replicas ready"
+               and "replicas ready" not in run(stack, "lab02.web_before_taint", 0).reason)
+    on_gpu = _gpu_pod_count(stack)
+    assert on_gpu >= 1          # LeastAllocated: the GPU machines have the most free CPU and memory
+    result = run(stack, "lab02.web_before_taint", on_gpu)
+    assert result.passed, result
+    assert re.fullmatch(rf"right: {on_gpu} of web's 3 pods run on GPU nodes \(gpulab-worker[23](, gpulab-worker3)?\): "
+                        r"nothing kept them off, and the scheduler prefers the nodes with the most free CPU and "
+                        r"memory \(LeastAllocated scoring\), which big GPU machines are; those pods now take room "
+                        r"GPU work needs", result.reason), result.reason
+    for wrong in ({on_gpu - 1, 0} - {on_gpu}) | {4}:
+        result = run(stack, "lab02.web_before_taint", wrong)
+        assert not result.passed
+        assert result.reason == f"{wrong} is not how many of web's 3 pods run on GPU nodes now"
+    assert run(stack, "lab02.web_before_taint", "most of them").reason == "'most of them' is not a whole number of pods"
+
+    # Tainted first and web placed afterwards: the pods say nothing about a cluster without the taint.
+    stack.taint(H100, TAINT)
+    stack.taint(A100, TAINT)
+    stack.cluster.kubectl("rollout", "restart", "deployment/web")
+    stack.cluster.kubectl("rollout", "status", "deployment/web", "--timeout=60s")
+    assert eventually(lambda: _gpu_pod_count(stack) == 0)
+    result = run(stack, "lab02.web_before_taint", 0)
+    assert not result.passed
+    assert result.reason.startswith("the GPU nodes are tainted (gpulab-worker2, gpulab-worker3) and none of web's "
+                                    "pods runs on them")
+
+
+def test_taint_kept_pods(stack):
+    """What NoSchedule does not do: the pods already on the GPU nodes stay."""
+    from gpulab.checks.lab02 import TAINT_EFFECT
+
+    lab_start(stack)
+    _web(stack, 3, "      nodeSelector: {pool: h100}")      # web on the H100 node, as it lands without the taint
+    stack.label(H100, pool="h100")
+    eventually(lambda: _gpu_pod_count(stack) == 3)
+    stack.cluster.kubectl("taint", "nodes", H100, A100, "nvidia.com/gpu=true:NoSchedule")
+    assert _gpu_pod_count(stack) == 3
+    for answer in ("b", "(B)", TAINT_EFFECT.options["b"]):
+        result = run(stack, "lab02.taint_kept_pods", answer)
+        assert result.passed, (answer, result)
+        assert result.reason == f"right: (b) {TAINT_EFFECT.options['b']} Here 3 of web's pods still run on GPU nodes."
+    for option in "acd":
+        result = run(stack, "lab02.taint_kept_pods", option)
+        assert not result.passed and result.reason == f"({option}) is not it: {TAINT_EFFECT.why_not[option]}"
+    # A sentence that names the right effect and the opposite meaning is not an option.
+    result = run(stack, "lab02.taint_kept_pods", "NoSchedule evicted them, they did not keep running")
+    assert result.reason == ("'noschedule evicted them, they did not keep running' is not one of the options "
+                             "(a, b, c, d)")
 
 
 def _trainer(stack, **kwargs) -> None:

@@ -85,50 +85,108 @@ def test_infer_worker_running(stack):
                                  f"selected by nvidia.com/gpu.product ({how})")
 
 
+def test_infer_worker_refused_by_the_api_server_says_so(stack):
+    """A fractional request never becomes a pod: the check says the API server refused the manifest, and why."""
+    from gpulab import checks
+
+    stack.delete_pods("infer-worker")
+    half = (ROOT / "course" / "manifests" / "infer-worker.yaml").read_text().replace('nvidia.com/gpu: "1"',
+                                                                                     'nvidia.com/gpu: "0.5"')
+    assert stack.cluster.kubectl("apply", "-f", "-", input=half, check=False).returncode != 0
+    result = checks.run("lab03.infer_worker_running", half, client=stack.api)
+    assert not result.passed
+    assert result.reason == (
+        'there is no pod infer-worker: the API server refused to create it (Invalid): Pod "infer-worker" is invalid: '
+        '[spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "500m": must be an integer, '
+        'spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: "500m": must be an integer]')
+    assert not stack.core.list_namespaced_pod("default", field_selector="metadata.name=infer-worker").items
+    applied_nothing = checks.run("lab03.infer_worker_running", half.replace('"0.5"', '"1"'), client=stack.api)
+    assert applied_nothing.reason == ("there is no pod infer-worker in namespace default: the API server accepts the "
+                                      "manifest in infer_worker, but it was not applied")
+    assert checks.run("lab03.infer_worker_running", None, client=stack.api).reason == \
+        "there is no pod infer-worker in namespace default"
+
+
 def test_pending_reason(stack):
-    assert run(stack, "lab03.pending_reason", "untolerated taint").reason == "there is no pod stuck-worker to look at"
+    from gpulab.checks.lab03 import PENDING_OPTIONS
+
+    assert run(stack, "lab03.pending_reason", "a").reason == "there is no pod stuck-worker to look at"
 
     stack.cluster.kubectl("apply", "-f", str(STUCK_WORKER))     # the lab's starting state
     stack.cluster.kubectl("wait", "--for=condition=PodScheduled=False", "pod/stuck-worker", "--timeout=20s")
     message = stack.core.read_namespaced_pod("stuck-worker", "default").status.conditions[0].message
     assert message.startswith("0/4 nodes are available: ") and UNTOLERATED in message
-    for answer in ("node(s) had untolerated taint(s)", "3 node(s) had untolerated taint(s).", "Untolerated taint",
-                   message):
+    # The option's letter or text, or the scheduler's own words for the H100 node.
+    for answer in ("a", "(A)", "the pod has no toleration for the GPU taint", PENDING_OPTIONS["a"],
+                   "node(s) had untolerated taint(s)", "3 node(s) had untolerated taint(s)."):
         result = run(stack, "lab03.pending_reason", answer)
         assert result.passed, (answer, result)
-        assert result.reason == (f"right: the scheduler reports \"node(s) had untolerated taint(s)\" for "
-                                 f"stuck-worker: {message}")
+        assert result.reason == (f"right: (a) The pod has no toleration for the GPU taint. The scheduler reports "
+                                 f"\"node(s) had untolerated taint(s)\" for stuck-worker: {message}")
+    why_affinity = ("that is why the scheduler ruled out the nodes stuck-worker does not select; it is not what "
+                    "stops it on the nodes it does select" if AFFINITY in message else
+                    "the scheduler reports no node whose labels fail the pod's nodeSelector")
     wrong = {
-        f"1 {AFFINITY}": (
-            "\"1 node(s) didn't match pod's node affinity/selector\" is why the scheduler ruled out the nodes "
-            "stuck-worker does not select; it is not what stops it on the nodes it does select" if AFFINITY in message
-            else "\"1 node(s) didn't match pod's node affinity/selector\" is not one of the reasons the scheduler "
-                 "gives for stuck-worker"),
-        "Insufficient nvidia.com/gpu": "'insufficient nvidia.com/gpu' is not one of the reasons the scheduler gives "
-                                       "for stuck-worker",
-        "the GPU nodes refuse it": "'the gpu nodes refuse it' is not one of the reasons the scheduler gives for "
-                                   "stuck-worker",
-        "": "the answer is empty",
+        "c": f"(c) is not it: {why_affinity}",
+        f"1 {AFFINITY}": f"(c) is not it: {why_affinity}" if AFFINITY in message else
+                         f"'1 {AFFINITY.lower()}' is not one of the options (a, b, c, d)",
+        "b": "(b) is not it: the scheduler does not report Insufficient nvidia.com/gpu for stuck-worker",
+        "d": "(d) is not it: the pod exists: the API server stored it, and Pending with a FailedScheduling event is "
+             "the scheduler's verdict",
+        "Insufficient nvidia.com/gpu": "'insufficient nvidia.com/gpu' is not one of the options (a, b, c, d)",
+        # Right words, contradictory meaning: not an option, so not a pass.
+        "not the missing toleration: untolerated taints are fine here": "'not the missing toleration: untolerated "
+                                                                        "taints are fine here' is not one of the "
+                                                                        "options (a, b, c, d)",
+        "the whole message": "'the whole message' is not one of the options (a, b, c, d)",
     }
     for answer, reason in wrong.items():
         result = run(stack, "lab03.pending_reason", answer)
         assert not result.passed and result.reason == reason, answer
-        assert "untolerated" not in result.reason + result.hint
+        assert "untolerated" not in result.hint
+    assert run(stack, "lab03.pending_reason", "").reason == "no answer yet: pending_reason is empty"
 
 
 def test_fraction_refused(stack):
+    from gpulab.checks.lab03 import FRACTION_OPTIONS
+
     refusal = ('Pod "gpulab-half-gpu-probe" is invalid: [spec.containers[0].resources.limits[nvidia.com/gpu]: '
                'Invalid value: "500m": must be an integer, spec.containers[0].resources.requests[nvidia.com/gpu]: '
                'Invalid value: "500m": must be an integer]')
-    for answer in ("must be an integer", "GPUs are requested in whole numbers", "fractions of a GPU are refused",
-                   "nvidia.com/gpu has to be an integer"):
+    for answer in ("a", FRACTION_OPTIONS["a"], "must be an integer", " Must be an integer. "):
         result = run(stack, "lab03.fraction_refused", answer)
         assert result.passed, (answer, result)
-        assert result.reason == f"right: the API server refuses it before it is stored: {refusal}"
-    result = run(stack, "lab03.fraction_refused", "Insufficient nvidia.com/gpu")
-    assert result.reason == ("'insufficient nvidia.com/gpu' describes scheduling, but the pod never reaches the "
-                             "scheduler: the API server refuses it when it is created")
-    result = run(stack, "lab03.fraction_refused", "the GPU is too small")
-    assert result.reason == "'the gpu is too small' is not why the API server refuses the pod"
-    assert "integer" not in result.reason + result.hint
+        assert result.reason == (f"right: (a) The API server refuses it: nvidia.com/gpu must be a whole number. It "
+                                 f"refuses the pod before it is stored: {refusal}")
+    wrong = {
+        "b": "(b) is not it: the pod never reaches the scheduler: the API server refuses it when it is created, "
+             "before it is stored",
+        "c": "(c) is not it: the pod never reaches a node: the API server refuses it before it is stored, so no "
+             "kubelet or device plugin sees it",
+        "d": "(d) is not it: fractions are not fine: the API server refuses the pod outright, whatever GPUs are free",
+        # The issue's contradictory answer, as free text and as the option it is.
+        "fractions are fine, the node just has no free GPU": "'fractions are fine, the node just has no free gpu' is "
+                                                             "not one of the options (a, b, c, d)",
+        FRACTION_OPTIONS["d"]: "(d) is not it: fractions are not fine: the API server refuses the pod outright, "
+                               "whatever GPUs are free",
+        "Insufficient nvidia.com/gpu": "'insufficient nvidia.com/gpu' is not one of the options (a, b, c, d)",
+        "it must be an integer, not a fraction: fractions are fine really": "'it must be an integer, not a fraction: "
+                                                                            "fractions are fine really' is not one "
+                                                                            "of the options (a, b, c, d)",
+    }
+    for answer, reason in wrong.items():
+        result = run(stack, "lab03.fraction_refused", answer)
+        assert not result.passed and result.reason == reason, answer
     assert not stack.core.list_namespaced_pod("default", field_selector="metadata.name=gpulab-half-gpu-probe").items
+
+
+def test_check_yourself_why_a_whole_gpu_and_not_memory():
+    from gpulab import checks
+    from gpulab.checks.lab03 import CHECK_YOURSELF
+
+    right = checks.run("lab03.check_yourself", "a", client=object())       # judged without reading the cluster
+    assert right.passed and right.reason == f"right: (a) {CHECK_YOURSELF.options['a']}"
+    for option in "bcd":
+        result = checks.run("lab03.check_yourself", option, client=object())
+        assert not result.passed and result.reason == f"({option}) is not it: {CHECK_YOURSELF.why_not[option]}"
+        assert "(a)" not in result.reason + result.hint

@@ -42,9 +42,25 @@ def test_timeslicing_a100(stack):
         "(renameByDefault: true), and the exercise keeps the name nvidia.com/gpu")
 
     stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", sharing=time_slicing(4))
+    # The mistake: the config time-slices the H100 node as well (its `default` entry, or the H100's label).
+    stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled", sharing=time_slicing(4))
+    result = run(stack, "lab04.timeslicing_a100")
+    assert not result.passed
+    assert result.reason == (
+        "the H100 node gpulab-worker2 is time-sliced too (nvidia.com/gpu.sharing-strategy=time-slicing, "
+        "nvidia.com/gpu.replicas=4, nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-SHARED, 32 nvidia.com/gpu for its 8 "
+        "GPUs); the exercise time-slices the A100 node only and leaves the H100's GPUs whole")
+    stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled",
+                   sharing=time_slicing(4, renameByDefault=True))
+    assert run(stack, "lab04.timeslicing_a100").reason.startswith(
+        "the H100 node gpulab-worker2 is time-sliced too (nvidia.com/gpu.sharing-strategy=time-slicing, "
+        "nvidia.com/gpu.replicas=4, 32 nvidia.com/gpu.shared)")
+
+    stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled")      # the solution
     result = run(stack, "lab04.timeslicing_a100")
     assert result.passed, result
-    assert result.reason == "A100 time-sliced 4 ways: gpulab-worker3 16 nvidia.com/gpu (NVIDIA-A100-SXM4-40GB-SHARED)"
+    assert result.reason == ("A100 time-sliced 4 ways: gpulab-worker3 16 nvidia.com/gpu "
+                             "(NVIDIA-A100-SXM4-40GB-SHARED); H100 untouched: gpulab-worker2 8 whole GPUs")
 
 
 def test_mig_mixed_h100(stack):
@@ -112,7 +128,40 @@ def test_choose_sharing():
         result = judge(answer)
         assert not result.passed
         assert result.reason == ("time-slicing does not fit this scenario: its p99 in the latency model is about "
-                                 "7.5 ms, over the 5 ms budget; time-sliced replicas share the GPU's memory, with no "
-                                 "isolation between tenants")
+                                 "7.5 ms, over the 5 ms budget (time-slicing latency-sensitive serving is the "
+                                 "mistake: each busy neighbour adds about one time slice to the tail); time-sliced "
+                                 "replicas share the GPU's memory, with no isolation between tenants")
         assert "mig" not in result.reason.lower()
     assert judge("MPS").reason == "'mps' is neither MIG nor time-slicing"
+
+
+def test_latency_sensitive_service_on_a_time_sliced_gpu_is_the_mistake():
+    from gpulab import checks
+    from gpulab.checks.lab04 import latency_sensitive_question
+
+    question = latency_sensitive_question()
+
+    right = checks.run("lab04.latency_sensitive", "b", client=object())
+    assert right.passed
+    assert right.reason == ("right: (b) p99 climbs to about 7.6 ms, over the budget: every busy neighbour adds about "
+                            "one time slice to the tail. Time-slicing is the wrong way to share a GPU with "
+                            "latency-sensitive serving; give it a MIG slice or a GPU of its own.")
+    assert question.options["a"] == ("p99 stays near 0.6 ms: each replica has a quarter of the GPU to "
+                                              "itself.")
+    for option in "acd":
+        result = checks.run("lab04.latency_sensitive", option, client=object())
+        assert not result.passed and result.reason == f"({option}) is not it: {question.why_not[option]}"
+        assert "(b)" not in result.reason + result.hint
+
+
+def test_check_yourself_what_mig_gives():
+    from gpulab import checks
+    from gpulab.checks.lab04 import CHECK_YOURSELF
+
+    right = checks.run("lab04.check_yourself", CHECK_YOURSELF.options["b"], client=object())
+    assert right.passed and right.reason == f"right: (b) {CHECK_YOURSELF.options['b']}"
+    for option in "acd":
+        result = checks.run("lab04.check_yourself", option, client=object())
+        assert not result.passed and result.reason == f"({option}) is not it: {CHECK_YOURSELF.why_not[option]}"
+    assert checks.run("lab04.check_yourself", "MIG isolates", client=object()).reason == \
+        "'mig isolates' is not one of the options (a, b, c, d)"

@@ -345,7 +345,7 @@ def test_gpulab_grade_is_a_subcommand():
     from gpulab.cli import build_parser
 
     args = build_parser().parse_args(["grade", "lab02-node-pools", "--jobs", "4"])
-    assert (args.lab, args.jobs, args.course_dir, args.force) == ("lab02-node-pools", 4, Path("grader"), False)
+    assert (args.lab, args.jobs, args.course_dir, args.force) == ("lab02-node-pools", 4, None, False)
 
 
 def test_gpulab_grade_explains_a_course_without_the_assignment(tmp_path, capsys):
@@ -354,7 +354,18 @@ def test_gpulab_grade_explains_a_course_without_the_assignment(tmp_path, capsys)
     (tmp_path / "nbgrader_config.py").write_text("")
     assert main(["grade", "lab02-node-pools", "--course-dir", str(tmp_path)]) == 1
     assert capsys.readouterr().err == (f"error: {tmp_path} has no gradebook.db: run `nbgrader generate_assignment "
-                                       f"lab02-node-pools` there first\n")
+                                       "lab02-node-pools --force` there first (--force: the lab's release is already "
+                                       "there, and nbgrader would skip it)\n")
+
+
+def test_gpulab_grade_inside_a_course_directory_grades_that_one(tmp_path, capsys, monkeypatch):
+    """As nbgrader does, run from the course directory (grader/) it needs no --course-dir."""
+    from gpulab.cli import main
+
+    (tmp_path / "nbgrader_config.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    assert main(["grade", "lab02-node-pools"]) == 1
+    assert capsys.readouterr().err.startswith(f"error: {tmp_path.resolve()} has no gradebook.db: ")
 
 
 @pytest.mark.parametrize("jobs", ["0", "-1"])

@@ -136,8 +136,10 @@ def test_solution_runs_top_to_bottom_on_a_fresh_cluster(path: Path, tmp_path: Pa
           + json.dumps(sorted(enumerate(seconds), key=lambda c: -c[1])[:3]))
 
 
-def test_solutions_have_graded_cells_and_hidden_tests():
-    """Each lab is an nbgrader source: answer cells, visible test cells, and hidden tests in at least one."""
+def test_solutions_have_graded_cells_whose_visible_part_is_the_grade():
+    """Each lab is an nbgrader source: answer cells and test cells; a test cell's hidden part (if any) calls only
+    checks its visible part calls, so the learner's run of the cell agrees with the grade and no exercise's hidden
+    test re-checks (and costs points for) another one."""
     assert {p.parent.name for p in SOLUTIONS} == {"lab01-gpu-operator", "lab02-node-pools", "lab03-h100-pod",
                                                    "lab04-sharing", "lab05-gang-scheduling", "final-assessment"}
     for path in SOLUTIONS:
@@ -147,7 +149,10 @@ def test_solutions_have_graded_cells_and_hidden_tests():
         assert any(g.get("solution") for g in grading), _id(path)
         tests = [c for c, g in zip(cells, grading) if g.get("grade")]
         assert tests and all("gpulab.checks." in c.source for c in tests), _id(path)
-        assert any("### BEGIN HIDDEN TESTS" in c.source for c in tests), _id(path)
+        for cell in tests:
+            visible, _, hidden = cell.source.partition("### BEGIN HIDDEN TESTS")
+            assert set(re.findall(r'"([a-z0-9]+\.[a-z_0-9]+)"', hidden)) <= \
+                set(re.findall(r'"([a-z0-9]+\.[a-z_0-9]+)"', visible)), (_id(path), cell.source)
         assert all(g.get("schema_version") == 3 for g in grading if g), _id(path)
 
 
@@ -201,20 +206,21 @@ SOURCE_QUESTIONS = ("Why does the pod request `nvidia.com/gpu: 1` rather than a 
 
 
 def test_check_yourself_questions_are_the_sources_and_the_checks():
-    """The wrap-up asks the source's two questions verbatim, then prints them as the checks judge them; the final
-    assessment's text is the checks' own."""
+    """The wrap-up asks the source's two questions verbatim and prints their options from the checks that judge
+    them; the labs print the same options as the checks judge them."""
+    from gpulab.checks import lab03, lab04
+
     wrap_up = nbformat.read(ROOT / "course" / "06-wrap-up.ipynb", as_version=4).cells
     text = "\n".join(c.source for c in wrap_up if c.cell_type == "markdown")
     assert all(question in text for question in SOURCE_QUESTIONS)
     code = "\n".join(c.source for c in wrap_up if c.cell_type == "code")
-    assert 'ask("final.check_yourself_1")' in code and 'ask("final.check_yourself_2")' in code
-    from gpulab.checks.final import QUESTIONS
-
-    path = ROOT / "solutions" / "final-assessment" / "final-assessment.ipynb"
-    text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
-    for question in QUESTIONS.values():
-        assert question["question"] in text, path.name
-        assert all(option in text for option in question["options"].values()), path.name
+    assert "lab03.CHECK_YOURSELF" in code and "lab04.CHECK_YOURSELF" in code
+    assert '"lab03.check_yourself"' in code and '"lab04.check_yourself"' in code
+    for path, questions in ((ROOT / "solutions" / "lab03-h100-pod" / "lab03-h100-pod.ipynb", (lab03.CHECK_YOURSELF,)),
+                            (ROOT / "solutions" / "lab04-sharing" / "lab04-sharing.ipynb", (lab04.CHECK_YOURSELF,))):
+        text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+        for question in questions:
+            assert all(f"* **({k})** {option}" in text for k, option in question.options.items()), path.name
 
 
 def test_every_module_ends_with_its_lab_and_every_link_resolves():

@@ -119,7 +119,7 @@ def test_check_button_shows_reason_and_hint(cluster):
     assert broken.verdict.value.startswith('<div style="color:#cf222e">the check could not run: AttributeError')
 
     asks = widgets.check_button("lab01.allocatable_gpus", answer_from="not_defined_anywhere", client=cluster.client())
-    assert asks.click().reason == "this exercise asks for an answer, and none was given"
+    assert asks.click().reason == "no answer yet: allocatable_gpus is not set yet"
 
 
 def test_cluster_map_follows_the_cluster_live_and_stops(cluster):

@@ -3,7 +3,9 @@
 Checks read the cluster only through the official ``kubernetes`` client (so
 they judge kind and real clusters the same way) and accept every correct
 solution: they ask what the cluster does, not how the learner spelled it.
-Exercises that ask a question take the learner's ``answer``.
+Exercises that ask a question take the learner's ``answer``; the final
+assessment's questions are only *recorded* here and judged by the grader
+(:mod:`.keys`).
 
 In nbgrader test cells use :func:`assert_passed`: it raises AssertionError
 with the reason and hint, and writes nothing to stderr (nbgrader scores a
@@ -15,18 +17,11 @@ import difflib
 from dataclasses import replace
 
 from . import final, lab01, lab02, lab03, lab04, lab05, progress, setup  # noqa: F401 - registers the checks
+from .answers import NO_ANSWER, unanswered
 from .registry import CHECKS, LABS, Check
 from .result import Result, failed
 
 __all__ = ["CHECKS", "LABS", "Check", "NO_ANSWER", "Result", "assert_passed", "check_ids", "get", "progress", "run"]
-
-
-class _NoAnswer:
-    def __repr__(self) -> str:
-        return "NO_ANSWER"
-
-
-NO_ANSWER = _NoAnswer()
 
 
 def check_ids(lab: str | None = None) -> list[str]:
@@ -51,10 +46,11 @@ def run(check_id: str, answer=NO_ANSWER, *, client=None) -> Result:
     from ..learner.reader import ClusterReader
 
     check = get(check_id)
-    if check.needs_answer and answer is NO_ANSWER:
-        return replace(failed("this exercise asks for an answer, and none was given",
-                              f"pass it: gpulab.check({check_id!r}, answer=...)"), check_id=check_id)
-    recorded = client is None
+    if check.needs_answer and unanswered(answer):
+        return replace(_no_answer(check, answer), check_id=check_id)
+    if check.answer_optional and unanswered(answer):
+        answer = NO_ANSWER
+    remember = client is None      # the learner's own connection: the progress panel shows the verdict
     try:
         api_client = client if client is not None else connection.current().api_client
     except connection.ConnectError as exc:
@@ -63,29 +59,44 @@ def run(check_id: str, answer=NO_ANSWER, *, client=None) -> Result:
     if api_client is not None:
         try:
             reader = ClusterReader(api_client)
-            result = check.func(reader, answer) if check.needs_answer else check.func(reader)
+            result = check.func(reader, answer) if check.takes_answer else check.func(reader)
         except Exception as exc:  # noqa: BLE001 - a verdict, never a traceback, in a learner's cell
             result = _unreachable(exc, api_client)
             if result is None:
                 raise
     result = replace(result, check_id=check_id)
-    if recorded:
+    if remember:
         progress.record(result)
     return result
 
 
 def assert_passed(result: Result | str, answer=NO_ANSWER) -> None:
-    """For graded cells: run the check (given its id) and raise AssertionError with its reason unless it passed.
+    """For graded cells: run the check (given its id) and raise AssertionError with its reason unless it passed
+    (or, for a question only the grader judges, its answer was recorded).
 
-    A pass is printed, once per call, and nothing is returned, so a cell ending in ``assert_passed(...)``
+    The verdict is printed, once per call, and nothing is returned, so a cell ending in ``assert_passed(...)``
     does not show the verdict a second time as its value.
     """
     if isinstance(result, str):
         result = run(result, answer)
-    if not result.passed:
+    if not (result.passed or result.recorded):
         message = f"{result.check_id}: {result.reason}"
         raise AssertionError(f"{message}\nHint: {result.hint}" if result.hint else message)
     print(result)
+
+
+def _no_answer(check: Check, answer) -> Result:
+    """What is missing and where it goes: the variable the answer cell sets, never a judgement of "None"."""
+    name = check.answer_name or "the answer"
+    if isinstance(answer, str):
+        state = "is empty"
+    elif answer is None or answer is Ellipsis:
+        state = f"is still {answer!r}"
+    else:
+        state = "is not set yet"
+    return failed(f"no answer yet: {name} {state}",
+                  f"in this exercise's answer cell (the one that says YOUR CODE HERE), set {name} = your answer "
+                  f"in the form the exercise asks for and run that cell, then this one; or click its Check button")
 
 
 def _unreachable(exc: Exception, api_client) -> Result | None:

@@ -1,13 +1,33 @@
-"""Reading a learner's answer generously: numbers as int, float or text, text without case or stray quotes.
+"""Reading a learner's answer generously but unambiguously: numbers, names, option letters, the scheduler's words.
 
 A check must judge the answer, not its spelling: ``12``, ``"12"`` and
 ``12.0`` are the same count; ``" Insufficient nvidia.com/gpu. "`` is the same
-reason as ``insufficient nvidia.com/gpu``.
+reason as ``insufficient nvidia.com/gpu``; ``"b"``, ``"(b)"`` and option b's
+text are option b. It never searches free text for keywords: an answer that
+is none of the accepted forms is not an answer, so a sentence that says the
+right words and the opposite meaning does not pass.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+
+from .result import Result, failed, passed
+
+
+class _NoAnswer:
+    def __repr__(self) -> str:
+        return "NO_ANSWER"
+
+
+NO_ANSWER = _NoAnswer()    # run() was given no answer at all
+
+
+def unanswered(answer) -> bool:
+    """No answer yet: nothing passed, the answer cell's ``None`` or ``...``, or an empty string."""
+    return answer is NO_ANSWER or answer is None or answer is Ellipsis or (isinstance(answer, str)
+                                                                           and not answer.strip())
 
 
 def as_int(answer) -> int | None:
@@ -37,10 +57,38 @@ def words(text) -> str:
 
 
 def choice(answer, options: dict[str, tuple[str, ...]]) -> str | None:
-    """The option key whose spellings include the normalised answer (``"b"``, ``"(b)"``, ``"b)"`` name option b)."""
+    """The option key named by the answer: the key itself (``"b"``, ``"(b)"``, ``"b)"``) or one of its spellings,
+    compared whole (``normalise``, or ``words`` for the scheduler's counted reasons); None for anything else."""
     text = normalise(answer)
     bare = text.strip("()").rstrip(")").strip()
     for key, spellings in options.items():
-        if bare == key.lower() or text in (normalise(s) for s in spellings):
+        if bare == key.lower() or any(text == normalise(s) or words(answer) == words(s) for s in spellings):
             return key
     return None
+
+
+@dataclass(frozen=True)
+class MultipleChoice:
+    """A lettered question. An answer is an option's letter or its whole text, or one of ``words[letter]``: the
+    words a tool itself prints for that option (the scheduler's reason, the API server's error)."""
+
+    options: dict[str, str]
+    why_not: dict[str, str]              # letter -> why that option is wrong (never which one is right)
+    hint: str
+    words: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def letters(self) -> str:
+        return ", ".join(self.options)
+
+    def pick(self, answer) -> str | None:
+        return choice(answer, {k: (text, *self.words.get(k, ())) for k, text in self.options.items()})
+
+    def judge(self, answer, key: str) -> Result:
+        picked = self.pick(answer)
+        if picked is None:
+            return failed(f"{normalise(answer)!r} is not one of the options ({self.letters})",
+                          f"answer with one option's letter, e.g. \"{next(iter(self.options))}\"; {self.hint}")
+        if picked == key:
+            return passed(f"right: ({picked}) {self.options[picked]}")
+        return failed(f"({picked}) is not it: {self.why_not[picked]}", self.hint)

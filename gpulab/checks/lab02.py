@@ -1,6 +1,15 @@
-"""Lab 02, node pools: pool labels, the GPU taint, a CPU Deployment kept off GPU nodes, a tolerating trainer."""
+"""Lab 02, node pools: pool labels, the GPU taint, a CPU Deployment kept off GPU nodes, a tolerating trainer.
+
+The lab walks through the source's mistake "forgetting the taint": the CPU
+Deployment ``web`` is created before the GPU nodes are tainted, and the
+learner counts how many of its pods the scheduler put on GPU nodes (nothing
+kept them off, and LeastAllocated scoring favours the nodes with the most
+free CPU and memory, which GPU machines are); then the taint, and what it
+does not do to pods already there; then moving ``web`` off the GPU nodes.
+"""
 from __future__ import annotations
 
+from .answers import MultipleChoice, as_int
 from .gpus import GPU_TAINT, family, gpu_nodes, gpu_taints, is_gpu_node, labels, name, product
 from .kube import is_running, node_name, owned_by, phase, state_text, taint_text, tolerated, toleration_text
 from .registry import check
@@ -55,6 +64,85 @@ def pools_labelled(cluster) -> Result:
     return passed(f"pools match the GPUs ({', '.join(done)}) and no CPU node claims a GPU pool")
 
 
+def web_pods(cluster, deployment: dict) -> list[dict]:
+    """The Deployment's pods that are not on their way out (any ReplicaSet of it, as a rollout has two)."""
+    sets = {rs["metadata"]["uid"] for rs in cluster.replicasets(NAMESPACE)
+            if owned_by(rs, deployment["metadata"]["uid"])}
+    return [p for p in cluster.pods(NAMESPACE) if any(owned_by(p, uid) for uid in sets)
+            and not p["metadata"].get("deletionTimestamp") and phase(p) not in ("Succeeded", "Failed")]
+
+
+def _on_gpu_nodes(cluster, pods: list[dict]) -> list[dict]:
+    nodes = {name(n): n for n in cluster.nodes()}
+    return [p for p in pods if node_name(p) in nodes and is_gpu_node(nodes[node_name(p)])]
+
+
+def _web(cluster) -> tuple[dict | None, Result | None]:
+    """Deployment web with the exercise's replicas, or the failure that says what is wrong with it."""
+    deployment = cluster.deployment("web", NAMESPACE)
+    if deployment is None:
+        return None, failed(f"there is no Deployment web in namespace {NAMESPACE}",
+                            "`kubectl create deployment` or `kubectl apply -f` a manifest creates one")
+    replicas = (deployment.get("spec") or {}).get("replicas", 1)
+    if replicas != WEB_REPLICAS:
+        return None, failed(f"Deployment web asks for {replicas} replicas; the exercise asks for {WEB_REPLICAS}",
+                            "`kubectl scale deployment web --replicas=N`")
+    return deployment, None
+
+
+def _not_ready(deployment: dict, pods: list[dict]) -> Result | None:
+    ready = (deployment.get("status") or {}).get("readyReplicas") or 0
+    if ready >= WEB_REPLICAS:
+        return None
+    waiting = [p for p in pods if not is_running(p)]
+    detail = f"; {name(waiting[0])} is {state_text(waiting[0])}" if waiting else ""
+    return failed(f"Deployment web has {ready} of {WEB_REPLICAS} replicas ready{detail}",
+                  "`kubectl rollout status deployment/web` waits for them; `kubectl describe pod POD` says why "
+                  "one does not start")
+
+
+def _gpu_taint_on(node: dict) -> bool:
+    return any(t.get("effect") in ("NoSchedule", "NoExecute") for t in gpu_taints(node))
+
+
+@check("lab02.web_before_taint", "answer: how many of web's pods the scheduler put on GPU nodes before the taint",
+       answer="web_pods_on_gpu_nodes")
+def web_before_taint(cluster, answer) -> Result:
+    nodes = cluster.nodes()
+    if not gpu_nodes(nodes):
+        return _no_gpu_nodes()
+    deployment, problem = _web(cluster)
+    if problem is not None:
+        return problem
+    pods = web_pods(cluster, deployment)
+    problem = _not_ready(deployment, pods)
+    if problem is not None:
+        return problem
+    on_gpu = _on_gpu_nodes(cluster, pods)
+    tainted = [name(n) for n in gpu_nodes(nodes) if _gpu_taint_on(n)]
+    if tainted and not on_gpu:
+        return failed(f"the GPU nodes are tainted ({', '.join(tainted)}) and none of web's pods runs on them: these "
+                      "pods were scheduled with the taint in place (or replaced since), so they show nothing about "
+                      "a cluster without it",
+                      "this exercise comes before the taint: create web while the GPU nodes are untainted, count, "
+                      "and taint them in the next exercise (`kubectl taint nodes NODE nvidia.com/gpu-` removes the "
+                      "taint, `kubectl rollout restart deployment/web` replaces the pods)")
+    hint = ("`kubectl get pods -l app=web -o wide` shows each pod's node; `kubectl get nodes -L "
+            "nvidia.com/gpu.product` shows which nodes have GPUs")
+    count = as_int(answer)
+    if count is None:
+        return failed(f"{answer!r} is not a whole number of pods", hint)
+    if count != len(on_gpu):
+        return failed(f"{count} is not how many of web's {len(pods)} pods run on GPU nodes now", hint)
+    if not on_gpu:
+        return passed(f"right: none of web's pods landed on a GPU node this time, but nothing kept the scheduler "
+                      f"from putting them there: without a taint, a GPU node is open to every pod")
+    where = ", ".join(sorted({node_name(p) for p in on_gpu}))
+    return passed(f"right: {len(on_gpu)} of web's {len(pods)} pods run on GPU nodes ({where}): nothing kept them "
+                  "off, and the scheduler prefers the nodes with the most free CPU and memory (LeastAllocated "
+                  "scoring), which big GPU machines are; those pods now take room GPU work needs")
+
+
 @check("lab02.gpu_nodes_tainted", "nvidia.com/gpu=true:NoSchedule on every GPU node, not on CPU nodes")
 def gpu_nodes_tainted(cluster) -> Result:
     nodes = cluster.nodes()
@@ -88,33 +176,54 @@ def gpu_nodes_tainted(cluster) -> Result:
     return passed(f"every GPU node ({', '.join(name(n) for n in gpus)}) carries {wanted} and no CPU node does")
 
 
+TAINT_EFFECT = MultipleChoice(
+    options={
+        "a": "They were evicted and recreated on the CPU node.",
+        "b": "Nothing: they keep running on the GPU nodes. NoSchedule only keeps new pods without a matching "
+             "toleration from being scheduled there; it never moves pods that already run.",
+        "c": "They turned Pending until a CPU node had room for them.",
+        "d": "The Deployment was scaled down to the replicas the CPU node can hold.",
+    },
+    why_not={
+        "a": "evicting running pods is what a NoExecute taint does (the taint eviction controller acts on it); "
+             "NoSchedule only filters where new pods may be scheduled",
+        "c": "a pod bound to a node is never scheduled again: Pending is for pods not on a node yet",
+        "d": "a taint never changes a Deployment's replicas; only you, or an autoscaler, do",
+    },
+    hint="compare `kubectl get pods -l app=web -o wide` before and after the taint; `kubectl explain "
+         "node.spec.taints.effect` lists what each effect does",
+)
+
+
+@check("lab02.taint_kept_pods", "answer: what the NoSchedule taint did to web's pods already on GPU nodes",
+       answer="taint_effect")
+def taint_kept_pods(cluster, answer) -> Result:
+    result = TAINT_EFFECT.judge(answer, "b")
+    deployment = cluster.deployment("web", NAMESPACE) if result.passed else None
+    still = _on_gpu_nodes(cluster, web_pods(cluster, deployment)) if deployment else []
+    if still:
+        return passed(f"{result.reason} Here {len(still)} of web's pods still run on GPU nodes.")
+    return result
+
+
 @check("lab02.web_off_gpu_nodes", "Deployment web: 3 ready replicas, none on a GPU node")
 def web_off_gpu_nodes(cluster) -> Result:
-    deployment = cluster.deployment("web", NAMESPACE)
-    if deployment is None:
-        return failed(f"there is no Deployment web in namespace {NAMESPACE}",
-                      "`kubectl create deployment` or `kubectl apply -f` a manifest creates one")
-    replicas = (deployment.get("spec") or {}).get("replicas", 1)
-    if replicas != WEB_REPLICAS:
-        return failed(f"Deployment web asks for {replicas} replicas; the exercise asks for {WEB_REPLICAS}",
-                      "`kubectl scale deployment web --replicas=N`")
-    nodes = {name(n): n for n in cluster.nodes()}
-    sets = {rs["metadata"]["uid"] for rs in cluster.replicasets(NAMESPACE)
-            if owned_by(rs, deployment["metadata"]["uid"])}
-    pods = [p for p in cluster.pods(NAMESPACE) if any(owned_by(p, uid) for uid in sets)
-            and not p["metadata"].get("deletionTimestamp") and phase(p) not in ("Succeeded", "Failed")]
-    on_gpu = [p for p in pods if node_name(p) in nodes and is_gpu_node(nodes[node_name(p)])]
+    deployment, problem = _web(cluster)
+    if problem is not None:
+        return problem
+    pods = web_pods(cluster, deployment)
+    on_gpu = _on_gpu_nodes(cluster, pods)
     if on_gpu:
         where = ", ".join(f"{name(p)} on {node_name(p)}" for p in on_gpu)
         return failed(f"web pods run on GPU nodes: {where}",
-                      "a pod lands on a tainted node only if it tolerates the taint; web needs no toleration, "
-                      "and a nodeSelector or node affinity can also keep it on CPU nodes")
+                      "a NoSchedule taint keeps new pods off a node but leaves running ones where they are: replace "
+                      "web's pods (`kubectl rollout restart deployment/web`) and the new ones cannot land on the "
+                      "tainted nodes, since web has no toleration; a nodeSelector or node affinity can keep it on "
+                      "CPU nodes too")
+    problem = _not_ready(deployment, pods)
+    if problem is not None:
+        return problem
     ready = (deployment.get("status") or {}).get("readyReplicas") or 0
-    if ready < WEB_REPLICAS:
-        waiting = [p for p in pods if not is_running(p)]
-        detail = f"; {name(waiting[0])} is {state_text(waiting[0])}" if waiting else ""
-        return failed(f"Deployment web has {ready} of {WEB_REPLICAS} replicas ready{detail}",
-                      "`kubectl get pods -o wide` and `kubectl describe pod POD` show where and why")
     placed = sorted({node_name(p) for p in pods if node_name(p)})
     return passed(f"Deployment web has {ready} ready replicas, all on nodes without GPUs ({', '.join(placed)})")
 

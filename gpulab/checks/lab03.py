@@ -1,9 +1,17 @@
-"""Lab 03, the H100 pod: one whole GPU selected by product, reading why a pod is Pending, why 0.5 GPU is refused."""
+"""Lab 03, the H100 pod: one whole GPU selected by product, reading why a pod is Pending, why 0.5 GPU is refused.
+
+The questions are multiple choice, and each option may also be given in the
+words the cluster itself uses for it (the scheduler's reason, the API
+server's error), so a learner can answer by quoting what they read. Which
+option is right is not stored: it is read from the cluster each time (the
+scheduler's FailedScheduling message for ``stuck-worker``, the API server's
+answer to a half-GPU pod created with ``dryRun=All``).
+"""
 from __future__ import annotations
 
-import re
+import yaml
 
-from .answers import normalise, words
+from .answers import NO_ANSWER, MultipleChoice
 from .gpus import GPU, PRODUCT, family, name, nodes_of_family
 from .kube import is_running, node_name, phase, pod_request, scheduler_reasons, state_text, unschedulable_message
 from .registry import check
@@ -51,12 +59,94 @@ def _pinned_by_name(pod: dict) -> bool:
                for e in (term.get("matchExpressions") or []) + (term.get("matchFields") or []))
 
 
-@check("lab03.infer_worker_running", "infer-worker: 1 whole GPU, selected by product, Running on the H100 node")
-def infer_worker_running(cluster) -> Result:
+PENDING_OPTIONS = {
+    "a": "The pod has no toleration for the GPU taint.",
+    "b": "No node has a free nvidia.com/gpu.",
+    "c": "No node has the GPU product the pod selects.",
+    "d": "The API server has not finished creating the pod.",
+}
+
+
+def _option_of_reason(reason: str) -> str | None:
+    """Which option a scheduler reason is (``node(s) had untolerated taint(s) {...}`` is option a)."""
+    if "untolerated taint" in reason:
+        return "a"
+    if reason.startswith(f"Insufficient {GPU}"):
+        return "b"
+    if reason == AFFINITY_MISMATCH:
+        return "c"
+    return None
+
+
+@check("lab03.pending_reason", "answer: why stuck-worker is Pending, as the scheduler says it",
+       answer="pending_reason")
+def pending_reason(cluster, answer) -> Result:
+    reset = "`gpulab lab reset lab03-h100-pod` recreates it"
+    pod = cluster.pod("stuck-worker", NAMESPACE)
+    if pod is None:
+        return failed("there is no pod stuck-worker to look at", reset)
+    message = unschedulable_message(pod)
+    if message is None:
+        if phase(pod) != "Pending" or node_name(pod):
+            return failed(f"stuck-worker is not stuck any more ({state_text(pod)}), so there is no reason to read",
+                          reset)
+        return failed("the scheduler has not reported on stuck-worker yet", "wait a few seconds and check again")
+    reasons = scheduler_reasons(message) or {message: 1}
+    decisive = [r for r in reasons if r != AFFINITY_MISMATCH] or list(reasons)
+    said = {_option_of_reason(r) for r in reasons} - {None}
+    right = {_option_of_reason(r) for r in decisive} - {None}
+    question = MultipleChoice(
+        options=PENDING_OPTIONS,
+        why_not={
+            "a": "the scheduler reports no untolerated taint for stuck-worker",
+            "b": f"the scheduler does not report Insufficient {GPU} for stuck-worker",
+            "c": "that is why the scheduler ruled out the nodes stuck-worker does not select; it is not what stops "
+                 "it on the nodes it does select" if "c" in said else
+                 "the scheduler reports no node whose labels fail the pod's nodeSelector",
+            "d": "the pod exists: the API server stored it, and Pending with a FailedScheduling event is the "
+                 "scheduler's verdict",
+        },
+        hint="`kubectl describe pod stuck-worker` lists the scheduler's FailedScheduling event; its message gives a "
+             "reason per group of nodes: pick the one for the node the pod selects (or quote that reason)",
+        words={option: tuple(r for r in reasons if _option_of_reason(r) == option) for option in said})
+    picked = question.pick(answer)
+    if picked in right:
+        quoted = next(r for r in decisive if _option_of_reason(r) == picked)
+        return passed(f"right: ({picked}) {PENDING_OPTIONS[picked]} The scheduler reports \"{quoted}\" for "
+                      f"stuck-worker: {message}")
+    return question.judge(answer, key=next(iter(right), ""))
+
+
+def _manifest_pod(manifest) -> dict | None:
+    """The pod ``infer-worker`` in the manifest the learner applied (YAML or JSON text, or a dict)."""
+    try:
+        documents = [manifest] if isinstance(manifest, dict) else list(yaml.safe_load_all(str(manifest)))
+    except yaml.YAMLError:
+        return None
+    return next((d for d in documents if isinstance(d, dict) and d.get("kind") == "Pod"
+                 and (d.get("metadata") or {}).get("name") == "infer-worker"), None)
+
+
+def _absent(cluster, manifest) -> Result:
+    """Why there is no pod infer-worker: the API server's refusal of the learner's manifest, when it refuses it."""
+    hint = "start from the exercise's manifest, keep it in infer_worker and `kubectl apply -f -` it"
+    pod = _manifest_pod(manifest) if manifest is not NO_ANSWER else None
+    if pod is None:
+        return failed(f"there is no pod infer-worker in namespace {NAMESPACE}", hint)
+    status = cluster.dry_run_create_pod(pod, (pod.get("metadata") or {}).get("namespace") or NAMESPACE)
+    if status is None:
+        return failed(f"there is no pod infer-worker in namespace {NAMESPACE}: the API server accepts the manifest "
+                      "in infer_worker, but it was not applied", "run the cell that applies it")
+    return failed(f"there is no pod infer-worker: the API server refused to create it ({status.get('reason')}): "
+                  f"{status.get('message')}", "kubectl apply printed the same refusal; fix the field it names")
+
+
+@check("lab03.infer_worker_running", "infer-worker: 1 whole GPU, selected by product, Running on the H100 node",
+       answer="infer_worker", optional=True)
+def infer_worker_running(cluster, manifest=NO_ANSWER) -> Result:
     pod = cluster.pod("infer-worker", NAMESPACE)
     if pod is None:
-        return failed(f"there is no pod infer-worker in namespace {NAMESPACE}",
-                      "start from course/manifests/infer-worker.yaml and `kubectl apply -f` it")
+        return _absent(cluster, manifest)
     gpus = pod_request(pod, GPU)
     if gpus != 1:
         said = "does not request" if gpus == 0 else f"requests {gpus}"
@@ -91,53 +181,59 @@ def infer_worker_running(cluster) -> Result:
                   f"selected by {PRODUCT} ({how})")
 
 
-def _core(reason: str) -> str:
-    """The words that carry a scheduler reason: ``node(s) had untolerated taint(s)`` -> ``untolerated taint``."""
-    return re.sub(r"^node (had |were |didn't )?", "", words(reason))
+FRACTION_OPTIONS = {
+    "a": f"The API server refuses it: {GPU} must be a whole number.",
+    "b": "The scheduler finds no node with half a GPU free.",
+    "c": "The device plugin cannot split a GPU, so the kubelet rejects the pod.",
+    "d": "Fractions are fine; the node just has no free GPU.",
+}
+FRACTION = MultipleChoice(
+    options=FRACTION_OPTIONS,
+    why_not={
+        "a": "",       # never wrong while the API server refuses the pod
+        "b": "the pod never reaches the scheduler: the API server refuses it when it is created, before it is stored",
+        "c": "the pod never reaches a node: the API server refuses it before it is stored, so no kubelet or device "
+             "plugin sees it",
+        "d": "fractions are not fine: the API server refuses the pod outright, whatever GPUs are free",
+    },
+    hint=f"try it: `kubectl apply --dry-run=server -f` a pod with {GPU}: 0.5 in its limits, and read the error "
+         "(you may answer with the option's letter or quote the error's reason)",
+    words={"a": ("must be an integer",)},
+)
 
 
-@check("lab03.pending_reason", "answer: why stuck-worker is Pending, as the scheduler says it", answer=True)
-def pending_reason(cluster, answer) -> Result:
-    reset = "`gpulab lab reset lab03-h100-pod` recreates it"
-    pod = cluster.pod("stuck-worker", NAMESPACE)
-    if pod is None:
-        return failed("there is no pod stuck-worker to look at", reset)
-    message = unschedulable_message(pod)
-    if message is None:
-        if phase(pod) != "Pending" or node_name(pod):
-            return failed(f"stuck-worker is not stuck any more ({state_text(pod)}), so there is no reason to read",
-                          reset)
-        return failed("the scheduler has not reported on stuck-worker yet", "wait a few seconds and check again")
-    reasons = scheduler_reasons(message) or {message: 1}
-    decisive = [r for r in reasons if r != AFFINITY_MISMATCH] or list(reasons)
-    given = words(answer)
-    hint = ("`kubectl describe pod stuck-worker` lists the scheduler's FailedScheduling event; quote the reason "
-            "from its message")
-    if not given:
-        return failed("the answer is empty", hint)
-    for reason in decisive:
-        if _core(reason) in given:
-            return passed(f"right: the scheduler reports \"{reason}\" for stuck-worker: {message}")
-    if AFFINITY_MISMATCH in reasons and _core(AFFINITY_MISMATCH) in given:
-        return failed(f"{normalise(answer)!r} is why the scheduler ruled out the nodes stuck-worker does not "
-                      "select; it is not what stops it on the nodes it does select", hint)
-    return failed(f"{normalise(answer)!r} is not one of the reasons the scheduler gives for stuck-worker", hint)
-
-
-@check("lab03.fraction_refused", "answer: why nvidia.com/gpu: 0.5 is refused", answer=True)
+@check("lab03.fraction_refused", "answer: why nvidia.com/gpu: 0.5 is refused", answer="fraction_refused")
 def fraction_refused(cluster, answer) -> Result:
     status = cluster.dry_run_create_pod(FRACTION_PROBE, NAMESPACE)
     if status is None:
         return failed(f"this cluster accepted a pod asking for {GPU}: 0.5, so there is no refusal to explain",
                       "the API servers this course targets refuse it; are you connected to the right cluster?")
-    causes = (status.get("details") or {}).get("causes") or [{"message": status.get("message", "")}]
-    detail = causes[0].get("message", "").rsplit(": ", 1)[-1]     # "must be an integer"
-    given = normalise(answer)
-    hint = (f"try it: `kubectl apply --dry-run=server -f` a pod with {GPU}: 0.5 in its limits, and read "
-            "the error")
-    if (detail and detail.lower() in given) or re.search(r"\b(integers?|whole|fractions?|fractional)\b", given):
-        return passed(f"right: the API server refuses it before it is stored: {status.get('message')}")
-    if re.search(r"insufficient|pending|schedul|no node|not enough", given):
-        return failed(f"{given!r} describes scheduling, but the pod never reaches the scheduler: the API server "
-                      "refuses it when it is created", hint)
-    return failed(f"{given!r} is not why the API server refuses the pod", hint)
+    result = FRACTION.judge(answer, key="a")
+    if result.passed:
+        return passed(f"{result.reason} It refuses the pod before it is stored: {status.get('message')}")
+    return result
+
+
+CHECK_YOURSELF = MultipleChoice(
+    options={
+        "a": f"Because the device plugin advertises GPUs as whole devices, an integer resource ({GPU}), so the "
+             "scheduler counts whole GPUs; it knows nothing of GPU memory.",
+        "b": "Because a memory amount would be shared out evenly between the pods on the GPU, which is slower.",
+        "c": "Because the scheduler reads each GPU's free memory from nvidia-smi, and 1 means all of it.",
+        "d": "There is no reason: requesting memory: 40Gi gives the pod half of an 80 GB GPU just as well.",
+    },
+    why_not={
+        "b": "Kubernetes has no resource for GPU memory at all: a pod can only ask for the devices the device "
+             "plugin advertises, counted whole",
+        "c": "the scheduler never talks to a GPU: it compares the counts the device plugin advertises in the node's "
+             "status with what pods request",
+        "d": "memory is the node's RAM, not the GPU's: a memory request gives the pod no GPU at all",
+    },
+    hint=f"`kubectl describe node` lists {GPU} under Allocatable: what kind of number is it, and who puts it there?",
+)
+
+
+@check("lab03.check_yourself", "check yourself: why nvidia.com/gpu: 1 rather than a memory amount",
+       answer="check_yourself")
+def check_yourself(cluster, answer) -> Result:
+    return CHECK_YOURSELF.judge(answer, key="a")

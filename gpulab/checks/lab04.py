@@ -1,7 +1,9 @@
 """Lab 04, sharing a GPU: time-slicing the A100 node, MIG mixed on the H100 node, a pod on a slice, choosing one."""
 from __future__ import annotations
 
-from .answers import choice, normalise
+from functools import cache
+
+from .answers import MultipleChoice, choice, normalise
 from .gpus import (COUNT, GPU, MIG_CONFIG, MIG_RESOURCE_PREFIX, MIG_STATE, MIG_STRATEGY, PRODUCT, REPLICAS, SHARING,
                    allocatable, labels, name, nodes_of_family, nvidia_allocatable)
 from .kube import is_running, node_name, requested_resources, state_text
@@ -40,9 +42,28 @@ def _no_family(wanted: str) -> Result:
                   "this lab starts with the GPU Operator installed: `gpulab lab reset lab04-sharing`")
 
 
-@check("lab04.timeslicing_a100", "A100 node time-sliced 4 ways: 16 nvidia.com/gpu, product -SHARED")
+def _time_sliced(node: dict) -> list[str]:
+    """What shows that a node's GPUs are time-sliced (empty when they are whole): GFD's labels, the resources."""
+    node_labels = labels(node)
+    signs = []
+    if node_labels.get(SHARING) == "time-slicing":
+        signs.append(f"{SHARING}=time-slicing")
+    if node_labels.get(REPLICAS) not in (None, "0", "1"):
+        signs.append(f"{REPLICAS}={node_labels.get(REPLICAS)}")
+    if (node_labels.get(PRODUCT) or "").endswith("-SHARED"):
+        signs.append(f"{PRODUCT}={node_labels.get(PRODUCT)}")
+    if allocatable(node, SHARED):
+        signs.append(f"{allocatable(node, SHARED)} {SHARED}")
+    gpus = int(node_labels.get(COUNT) or 0)
+    if gpus and allocatable(node) > gpus:
+        signs.append(f"{allocatable(node)} {GPU} for its {gpus} GPUs")
+    return signs
+
+
+@check("lab04.timeslicing_a100", "A100 node time-sliced 4 ways (16 nvidia.com/gpu, product -SHARED), H100 node whole")
 def timeslicing_a100(cluster) -> Result:
-    nodes = nodes_of_family(cluster.nodes(), "a100")
+    all_nodes = cluster.nodes()
+    nodes = nodes_of_family(all_nodes, "a100")
     if not nodes:
         return _no_family("a100")
     hint = ("time-slicing is a device plugin config: a ConfigMap in the operator's namespace named by the "
@@ -65,8 +86,60 @@ def timeslicing_a100(cluster) -> Result:
         if not (node_labels.get(PRODUCT) or "").endswith("-SHARED"):
             return failed(f"A100 node {node_name_}'s {PRODUCT} is {node_labels.get(PRODUCT)}, without the -SHARED "
                           "suffix GFD adds to time-sliced GPUs", "GFD relabels the node shortly; wait")
+    for node in nodes_of_family(all_nodes, "h100"):
+        signs = _time_sliced(node)
+        if signs:
+            return failed(f"the H100 node {name(node)} is time-sliced too ({', '.join(signs)}); the exercise "
+                          "time-slices the A100 node only and leaves the H100's GPUs whole",
+                          "a config's entry applies to the nodes whose nvidia.com/device-plugin.config label names "
+                          "it, and the ClusterPolicy's devicePlugin.config.default to every other node: give the "
+                          "time-slicing entry to the A100 node alone")
     summary = ", ".join(f"{name(n)} {allocatable(n)} {GPU} ({labels(n).get(PRODUCT)})" for n in nodes)
-    return passed(f"A100 time-sliced {TIME_SLICES} ways: {summary}")
+    whole = ", ".join(f"{name(n)} {labels(n).get(COUNT)} whole GPUs" for n in nodes_of_family(all_nodes, "h100"))
+    return passed(f"A100 time-sliced {TIME_SLICES} ways: {summary}" + (f"; H100 untouched: {whole}" if whole else ""))
+
+
+# lab04.latency_sensitive: the source's mistake "time-slicing for latency-sensitive serving", on exercise 1's A100.
+A100_MODEL = "A100-SXM4-40GB"
+LATENCY_BUDGET_MS = 5.0
+
+
+def _a100_p99(neighbours: int) -> float:
+    from ..gpustack.latency import expected_latency
+
+    return expected_latency("time-slicing", neighbours=neighbours, model=A100_MODEL)["p99_ms"]
+
+
+@cache
+def latency_sensitive_question() -> MultipleChoice:
+    """The question, its numbers from the latency model (computed on first use: the model loads the GPU catalog)."""
+    return MultipleChoice(
+        options={
+            "a": f"p99 stays near {_a100_p99(0):.1f} ms: each replica has a quarter of the GPU to itself.",
+            "b": f"p99 climbs to about {_a100_p99(TIME_SLICES - 1):.1f} ms, over the budget: every busy neighbour "
+                 "adds about one time slice to the tail. Time-slicing is the wrong way to share a GPU with "
+                 "latency-sensitive serving; give it a MIG slice or a GPU of its own.",
+            "c": "p99 climbs a little but stays within the budget, because the device plugin gives inference pods "
+                 "priority.",
+            "d": "The pod is refused: a time-sliced GPU cannot serve inference.",
+        },
+        why_not={
+            "a": "time-sliced replicas do not own a quarter of the GPU: they take turns on all of it, and a busy "
+                 "neighbour's turn is time your request waits",
+            "c": "the device plugin only advertises replicas; nothing in time-slicing knows priorities or latency "
+                 "budgets",
+            "d": f"a replica is an ordinary {GPU} to the scheduler: the pod runs, only slowly at the tail",
+        },
+        hint=f"read the time-slicing p99 at {TIME_SLICES - 1} busy neighbours off "
+             f"widgets.latency_figure(model=\"{A100_MODEL}\", max_neighbours={TIME_SLICES - 1}, "
+             f"p99_budget_ms={LATENCY_BUDGET_MS:g})",
+    )
+
+
+@check("lab04.latency_sensitive", "answer: a latency-sensitive service on a time-sliced GPU with busy neighbours",
+       answer="latency_sensitive")
+def latency_sensitive(cluster, answer) -> Result:
+    return latency_sensitive_question().judge(answer, key="b")
 
 
 @check("lab04.mig_mixed_h100", "H100 node all-balanced under the mixed strategy, state success")
@@ -139,14 +212,16 @@ def sharing_problems(mode: str) -> list[str]:
     p99, budget = _sharing_facts()[mode]["p99_ms"], CHOOSE_SHARING["p99_budget_ms"]
     problems = []
     if p99 > budget:
-        problems.append(f"its p99 in the latency model is about {p99:.1f} ms, over the {budget:g} ms budget")
+        problems.append(f"its p99 in the latency model is about {p99:.1f} ms, over the {budget:g} ms budget"
+                        + (" (time-slicing latency-sensitive serving is the mistake: each busy neighbour adds "
+                           "about one time slice to the tail)" if mode == "time-slicing" else ""))
     if CHOOSE_SHARING["isolation_required"] and not ISOLATES[mode]:
         problems.append("time-sliced replicas share the GPU's memory, with no isolation between tenants")
     return problems
 
 
 @check("lab04.choose_sharing", "answer: MIG or time-slicing for the scenario's latency budget and tenancy",
-       answer=True)
+       answer="sharing_choice")
 def choose_sharing(cluster, answer) -> Result:
     picked = choice(answer, SHARING_CHOICES)
     hint = ("read each mode's p99 off widgets.latency_figure(model=\"H100\", max_neighbours=3, p99_budget_ms=5) "
@@ -161,3 +236,29 @@ def choose_sharing(cluster, answer) -> Result:
     isolation = ", and each tenant gets its own memory, SMs and L2" if ISOLATES[picked] else ""
     return passed(f"right: {picked} keeps p99 at about {p99:.1f} ms, within the "
                   f"{CHOOSE_SHARING['p99_budget_ms']:g} ms budget{isolation}")
+
+
+CHECK_YOURSELF = MultipleChoice(
+    options={
+        "a": "More pods per GPU than time-slicing can give.",
+        "b": "Each slice gets its own hardware-isolated memory (and its own compute and cache), so one tenant "
+             "cannot touch or crowd another's; time-slicing shares one GPU in software, with weaker isolation.",
+        "c": "Nothing: both share a GPU in software by taking turns.",
+        "d": "It works on every NVIDIA GPU, while time-slicing needs an A100 or H100.",
+    },
+    why_not={
+        "a": "time-slicing gives as many replicas as the config says; MIG gives at most seven slices of an H100",
+        "c": "taking turns is time-slicing only: MIG partitions the GPU in hardware, each slice with its own memory "
+             "and SMs",
+        "d": "the other way round: MIG needs MIG-capable GPUs (A100, H100 and newer), time-slicing works on any "
+             "GPU the device plugin supports",
+    },
+    hint="compare what `nvidia-smi -L` shows inside a pod on a MIG slice and on a time-sliced replica, and what "
+         "each isolates",
+)
+
+
+@check("lab04.check_yourself", "check yourself: what MIG gives you that time-slicing does not",
+       answer="check_yourself")
+def check_yourself(cluster, answer) -> Result:
+    return CHECK_YOURSELF.judge(answer, key="b")

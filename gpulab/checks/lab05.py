@@ -46,7 +46,8 @@ def parse_counts(answer) -> dict[str, int] | None:
     return dict(zip(JOBS, numbers * 2 if len(numbers) == 1 else numbers))
 
 
-@check("lab05.deadlock_explained", "answer: how many of each job's pods are Running in the deadlock", answer=True)
+@check("lab05.deadlock_explained", "answer: how many of each job's pods are Running in the deadlock",
+       answer="running_in_deadlock")
 def deadlock_explained(cluster, answer) -> Result:
     jobs = {j: cluster.job(j, NAMESPACE) for j in JOBS}
     missing = [j for j, job in jobs.items() if job is None]

@@ -22,7 +22,9 @@ def path() -> Path:
 
 
 def load() -> dict[str, dict]:
-    """``{check_id: {"passed": bool, "reason": str, "at": unix time}}``; empty when nothing was recorded."""
+    """``{check_id: {"passed": bool | None, "reason": str, "at": unix time}}``; empty when nothing was recorded.
+
+    ``passed`` is None for an answer kept for the grader to judge (a recorded, not judged, question)."""
     try:
         data = json.loads(path().read_text())
     except (OSError, ValueError):
@@ -34,7 +36,8 @@ def record(result: Result) -> None:
     if os.environ.get("NBGRADER_EXECUTION") or not result.check_id:
         return
     data = load()
-    data[result.check_id] = {"passed": result.passed, "reason": result.reason, "at": time.time()}
+    data[result.check_id] = {"passed": None if result.recorded else result.passed, "reason": result.reason,
+                             "at": time.time()}
     target = path()
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,10 @@
 
 A check is a function of a :class:`~gpulab.learner.reader.ClusterReader` (and,
 for exercises that ask a question, the learner's answer) returning a
-:class:`~gpulab.checks.result.Result`.
+:class:`~gpulab.checks.result.Result`. A check that takes an answer names the
+notebook variable that holds it, so a missing answer is reported as "set
+``allocatable_gpus`` in the answer cell", not judged as if it were the
+learner's word.
 """
 from __future__ import annotations
 
@@ -28,7 +31,13 @@ class Check:
     id: str
     title: str
     func: Callable[..., Result]
-    needs_answer: bool = False
+    needs_answer: bool = False      # judges an answer the learner gives
+    answer_name: str = ""           # the notebook variable holding the answer (required or optional)
+    answer_optional: bool = False   # an answer that only explains what the cluster shows (the manifest applied)
+
+    @property
+    def takes_answer(self) -> bool:
+        return self.needs_answer or self.answer_optional
 
     @property
     def lab(self) -> str:
@@ -38,8 +47,9 @@ class Check:
 CHECKS: dict[str, Check] = {}
 
 
-def check(check_id: str, title: str, *, answer: bool = False):
-    """Register the decorated function as the check ``check_id``."""
+def check(check_id: str, title: str, *, answer: str | None = None, optional: bool = False):
+    """Register the decorated function as the check ``check_id``; ``answer`` names the variable of its answer
+    (``optional``: the check judges the cluster, and reads the answer only to explain what it sees)."""
     prefix = check_id.split(".", 1)[0]
     if prefix not in LABS or "." not in check_id:
         raise ValueError(f"check id {check_id!r} must be <lab>.<exercise> with lab one of {', '.join(LABS)}")
@@ -47,6 +57,7 @@ def check(check_id: str, title: str, *, answer: bool = False):
     def register(func: Callable[..., Result]) -> Callable[..., Result]:
         if check_id in CHECKS:
             raise ValueError(f"check {check_id!r} registered twice")
-        CHECKS[check_id] = Check(check_id, title, func, answer)
+        CHECKS[check_id] = Check(check_id, title, func, answer is not None and not optional, answer or "",
+                                 answer is not None and optional)
         return func
     return register

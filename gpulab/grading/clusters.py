@@ -106,6 +106,17 @@ class SubmissionCluster:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
+_removals: list[threading.Thread] = []
+
+
+def remove_later(cluster: SubmissionCluster) -> None:
+    """Remove ``cluster`` in the background: its server's graceful stop (a second or so) need not hold up the
+    next submission. :func:`close_supplies` waits for every removal before the grading process exits."""
+    thread = threading.Thread(target=cluster.remove, name="gpulab-cluster-remove")
+    thread.start()
+    _removals.append(thread)
+
+
 def lab_steps(lab: str) -> tuple:
     """The steps that build ``lab``'s starting state; none for a lab the course does not define."""
     from ..labs import resolve
@@ -278,3 +289,5 @@ def supply_for(lab: str, prestart: bool) -> ClusterSupply:
 def close_supplies() -> None:
     while _supplies:
         _supplies.popitem()[1].close()
+    while _removals:
+        _removals.pop().join()

@@ -40,7 +40,7 @@ from traitlets import Bool, Integer, List, Unicode, default
 
 from .bridge import ClusterBridge
 from .cells import check_calls, is_graded
-from .clusters import BASE_DIR_ENV, SubmissionCluster, base_directory, supply_for
+from .clusters import BASE_DIR_ENV, SubmissionCluster, base_directory, remove_later, supply_for
 from .forkserver import SOCKET_ENV
 from .kernel import SandboxedKernelManager
 from .recheck import ANSWER_EXPRESSION, UnreadableAnswer, judge, known_checks, parse_answer
@@ -86,7 +86,7 @@ class HermeticExecute(Execute):
                     self._run(cell, index, cluster)
             self.set_widgets_metadata()
         finally:
-            cluster.remove()
+            remove_later(cluster)
         self.nb.metadata[GRADER_KEY] = {"timed_out_cells": self._timed_out}   # for gpulab grade's table
         return self.nb, self.resources
 

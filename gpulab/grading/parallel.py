@@ -71,13 +71,15 @@ def check_ready(course_dir: Path, lab: str) -> None:
     if not (course_dir / "nbgrader_config.py").exists():
         raise GradingError(f"{course_dir} is not an nbgrader course directory (no nbgrader_config.py)")
     if not (course_dir / "gradebook.db").exists():
-        raise GradingError(f"{course_dir} has no gradebook.db: run `nbgrader generate_assignment {lab}` there first")
+        raise GradingError(f"{course_dir} has no gradebook.db: run `nbgrader generate_assignment {lab} --force` there "
+                           "first (--force: the lab's release is already there, and nbgrader would skip it)")
     with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}") as gb:
         try:
             gb.find_assignment(lab)
         except MissingEntry:
             raise GradingError(f"assignment {lab!r} is not in the gradebook: run `nbgrader generate_assignment "
-                               f"{lab}` in {course_dir} first") from None
+                               f"{lab} --force` in {course_dir} first (--force: the lab's release is already "
+                               "there, and nbgrader would skip it)") from None
 
 
 class _Worker:

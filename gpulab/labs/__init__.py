@@ -8,11 +8,18 @@ then the lab's steps (:mod:`.states`) through the official client. Any other clu
 real one, reached through a kubeconfig) is never wiped: :func:`reset` refuses
 with :class:`ResetRefused`, whose message lists what the starting state needs,
 so the learner can make those changes knowingly.
+
+Under ``nbgrader validate`` (which runs the whole notebook, this reset
+included, to tell the learner what grading would say) the learner's cluster is
+left alone: the starting state is built on a new embedded cluster in a private
+``GPULAB_HOME``, as grading does, and that cluster is stopped and deleted once
+the kernel has gone (:mod:`.scratch`).
 """
 from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 from ..learner import connection
@@ -67,17 +74,36 @@ def _status_field(name: str, field: str) -> str | None:
     return None if value in (None, "None") else value
 
 
-def _recreate(name: str) -> tuple[Path, int]:
-    """``gpulab cluster reset`` + ``up`` on the same port, so a port-forward or bookmark keeps working.
-
-    Returns the kubeconfig and how many nodes the new cluster has.
-    """
-    port = _status_field(name, "port")
-    _gpulab("cluster", "reset", "--name", name)
+def _up(name: str, port: str | None = None) -> tuple[Path, int]:
+    """``gpulab cluster up``: the kubeconfig and how many nodes the cluster has."""
     up = _gpulab("cluster", "up", "--name", name, *(["--port", port] if port else []))
     if up.returncode != 0:
         raise StepError(f"`gpulab cluster up --name {name}` failed: {(up.stderr or up.stdout).strip()}")
     return Path(up.stdout.strip().splitlines()[-1]), int(_status_field(name, "nodes") or 0)
+
+
+def _recreate(name: str) -> tuple[Path, int]:
+    """``gpulab cluster reset`` + ``up`` on the same port, so a port-forward or bookmark keeps working."""
+    port = _status_field(name, "port")
+    _gpulab("cluster", "reset", "--name", name)
+    return _up(name, port)
+
+
+VALIDATE_ENV = "NBGRADER_EXECUTION"      # nbgrader sets it to "validate" while `nbgrader validate` runs a notebook
+
+
+def _validating() -> bool:
+    return os.environ.get(VALIDATE_ENV) == "validate"
+
+
+def _private_home() -> Path:
+    """A new ``GPULAB_HOME`` for this kernel and the commands it runs, its cluster removed when the kernel ends."""
+    from . import scratch
+
+    home = Path(tempfile.mkdtemp(prefix="gpulab-validate-"))
+    os.environ["GPULAB_HOME"] = str(home)
+    scratch.watch(home)
+    return home
 
 
 def reset(lab: str | Lab, *, name: str | None = None, quiet: bool = False) -> Path:
@@ -99,8 +125,14 @@ def reset(lab: str | Lab, *, name: str | None = None, quiet: bool = False) -> Pa
         raise ResetRefused(f"not resetting: {exc}, and gpulab lab reset only wipes the embedded cluster. "
                            f"To reach the starting state of {chosen.name} it would:\n{changes}") from None
     say = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
-    say(f"Resetting the embedded cluster {cluster!r} to the starting state of {chosen.name}...")
-    kubeconfig, nodes = _recreate(cluster)
+    if name is None and _validating():
+        home = _private_home()
+        say(f"nbgrader validate: building the starting state of {chosen.name} on a new embedded cluster of its "
+            f"own (in {home}, removed when this kernel stops); your cluster {cluster!r} is not touched...")
+        kubeconfig, nodes = _up(cluster)
+    else:
+        say(f"Resetting the embedded cluster {cluster!r} to the starting state of {chosen.name}...")
+        kubeconfig, nodes = _recreate(cluster)
     current = connection._current  # noqa: SLF001
     if current is not None and current.embedded and current.cluster_name == cluster:
         api_client = connection.connect(name=cluster).api_client

@@ -52,6 +52,10 @@ class ClusterReader:
         return self._cached(("pods", namespace, label_selector),
                             lambda: self._items(self._api.PODS, namespace, label_selector))
 
+    def secrets(self, namespace: str | None = None, label_selector: str | None = None) -> list[dict]:
+        return self._cached(("secrets", namespace, label_selector),
+                            lambda: self._items(self._api.SECRETS, namespace, label_selector))
+
     def pod(self, name: str, namespace: str = "default") -> dict | None:
         return self._optional(self._api.PODS, name, namespace)
 
@@ -69,8 +73,7 @@ class ClusterReader:
         return self._cached(("replicasets", namespace), lambda: self._items(self._api.REPLICASETS, namespace))
 
     def daemonsets(self, namespace: str) -> list[dict]:
-        return self._cached(("daemonsets", namespace),
-                            lambda: self._get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets")["items"])
+        return self._cached(("daemonsets", namespace), lambda: self._items(self._api.DAEMONSETS, namespace))
 
     def job(self, name: str, namespace: str = "default") -> dict | None:
         return self._optional(self._api.JOBS, name, namespace)
