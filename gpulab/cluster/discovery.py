@@ -158,14 +158,15 @@ _BUILTIN_PRIORITIES: dict[tuple[str, str], tuple[int, int]] = {
 _CRD_PRIORITY = (1000, 100)
 
 
-def _priority(group: str, version: str) -> tuple[int, int]:
+def priority(group: str, version: str) -> tuple[int, int]:
+    """The APIService priorities of a group-version: (groupPriorityMinimum, versionPriority)."""
     return _BUILTIN_PRIORITIES.get((group, version), _CRD_PRIORITY)
 
 
 def _sorted_versions(group: str, versions: list[str]) -> list[str]:
     """Highest version priority first, kube-aware version order between equals (ByVersionPriority)."""
     def before(a: str, b: str) -> int:
-        pa, pb = _priority(group, a)[1], _priority(group, b)[1]
+        pa, pb = priority(group, a)[1], priority(group, b)[1]
         if pa != pb:
             return pb - pa
         return -compare_kube_aware_versions(a, b)
@@ -182,7 +183,7 @@ def _groups(registry: Registry) -> dict[str, list[str]]:
 
 
 def _group_priority(group: str, versions: list[str]) -> int:
-    return max(_priority(group, v)[0] for v in versions)
+    return max(priority(group, v)[0] for v in versions)
 
 
 # --- per-generation cache ---------------------------------------------------

@@ -124,7 +124,8 @@ class Strategy:
 
     def scale_selector(self, obj: dict) -> str:
         """The Scale subresource's ``status.selector``: the label selector as a string."""
-        return selector_string((obj.get("spec") or {}).get("selector"))
+        selector = (obj.get("spec") or {}).get("selector")
+        return selector_string(selector) if isinstance(selector, dict) else ""
 
     # --- versions ------------------------------------------------------------------------------------------------
     def to_storage_version(self, obj: dict, served: ResourceType, storage: ResourceType) -> dict:
