@@ -155,8 +155,13 @@ class CronJobController(Controller):
                         status["lastSuccessfulTime"] = rfc3339(finished)
                 continue
             active.append(_reference(job))
+        known = {r.get("uid") for r in status.get("active") or []}
         for job in jobs:
             if not is_finished(job) and job["metadata"]["uid"] not in {r["uid"] for r in active}:
+                if job["metadata"]["uid"] not in known:
+                    self.api.record_event(cj, "Warning", "UnexpectedJob",
+                                          f"Saw a job that the controller did not create or forgot: "
+                                          f"{job['metadata']['name']}", COMPONENT)
                 active.append(_reference(job))
         status["active"] = active
 

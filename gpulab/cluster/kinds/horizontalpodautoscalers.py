@@ -61,9 +61,7 @@ def v2_to_v1(obj: dict) -> dict:
     if cpu is not None:
         spec["targetCPUUtilizationPercentage"] = cpu["resource"]["target"].get("averageUtilization")
     status_v2 = obj.get("status") or {}
-    status = {k: status_v2[k] for k in _V1_STATUS_FIELDS if k in status_v2}
-    status.setdefault("currentReplicas", 0)
-    status.setdefault("desiredReplicas", 0)
+    status = {k: status_v2.get(k, 0) for k in _V1_STATUS_FIELDS if k in status_v2 or k.endswith("Replicas")}
     for metric in status_v2.get("currentMetrics") or []:
         resource = metric.get("resource") or {}
         if metric.get("type") == "Resource" and resource.get("name") == "cpu" and \
