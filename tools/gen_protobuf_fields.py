@@ -32,16 +32,31 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The kinds the embedded cluster accepts bodies for: apiVersion -> (Go package, kinds).
 ROOT_KINDS = {
-    "v1": ("k8s.io/api/core/v1", ["Binding", "ConfigMap", "Event", "Namespace", "Node", "Pod", "Secret",
-                                  "Service", "ServiceAccount"]),
-    "apps/v1": ("k8s.io/api/apps/v1", ["ControllerRevision", "DaemonSet", "Deployment", "ReplicaSet"]),
+    "v1": ("k8s.io/api/core/v1", ["Binding", "ConfigMap", "Endpoints", "Event", "LimitRange", "Namespace", "Node",
+                                  "PersistentVolume", "PersistentVolumeClaim", "Pod", "PodTemplate",
+                                  "ReplicationController", "ResourceQuota", "Secret", "Service", "ServiceAccount"]),
+    "admissionregistration.k8s.io/v1": ("k8s.io/api/admissionregistration/v1", [
+        "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "MutatingWebhookConfiguration",
+        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingWebhookConfiguration"]),
+    "apps/v1": ("k8s.io/api/apps/v1", ["ControllerRevision", "DaemonSet", "Deployment", "ReplicaSet", "StatefulSet"]),
     "authentication.k8s.io/v1": ("k8s.io/api/authentication/v1", ["TokenRequest"]),
-    "autoscaling/v1": ("k8s.io/api/autoscaling/v1", ["Scale"]),
-    "batch/v1": ("k8s.io/api/batch/v1", ["Job"]),
+    "autoscaling/v1": ("k8s.io/api/autoscaling/v1", ["HorizontalPodAutoscaler", "Scale"]),
+    "autoscaling/v2": ("k8s.io/api/autoscaling/v2", ["HorizontalPodAutoscaler"]),
+    "batch/v1": ("k8s.io/api/batch/v1", ["CronJob", "Job"]),
+    "certificates.k8s.io/v1": ("k8s.io/api/certificates/v1", ["CertificateSigningRequest", "ClusterTrustBundle",
+                                                              "PodCertificateRequest"]),
     "coordination.k8s.io/v1": ("k8s.io/api/coordination/v1", ["Lease"]),
+    "discovery.k8s.io/v1": ("k8s.io/api/discovery/v1", ["EndpointSlice"]),
     "events.k8s.io/v1": ("k8s.io/api/events/v1", ["Event"]),
+    "flowcontrol.apiserver.k8s.io/v1": ("k8s.io/api/flowcontrol/v1", ["FlowSchema", "PriorityLevelConfiguration"]),
+    "networking.k8s.io/v1": ("k8s.io/api/networking/v1", ["IPAddress", "Ingress", "IngressClass", "NetworkPolicy",
+                                                          "ServiceCIDR"]),
+    "node.k8s.io/v1": ("k8s.io/api/node/v1", ["RuntimeClass"]),
     "policy/v1": ("k8s.io/api/policy/v1", ["Eviction", "PodDisruptionBudget"]),
     "scheduling.k8s.io/v1": ("k8s.io/api/scheduling/v1", ["PriorityClass"]),
+    "storage.k8s.io/v1": ("k8s.io/api/storage/v1", ["CSIDriver", "CSINode", "CSIStorageCapacity", "StorageClass",
+                                                    "VolumeAttachment", "VolumeAttributesClass"]),
+    "storagemigration.k8s.io/v1": ("k8s.io/api/storagemigration/v1", ["StorageVersionMigration"]),
 }
 # metav1.AddToGroupVersion registers these option kinds in every group version.
 EVERY_VERSION_KINDS = {"DeleteOptions": "k8s.io/apimachinery/pkg/apis/meta/v1"}

@@ -18,9 +18,9 @@ import uuid
 
 from typing import Callable
 
-from . import conversion, jsonio, kinds
+from . import admission, conversion, jsonio, kinds
 from .errors import (ApiError, already_exists, bad_request, conflict, forbidden_error, internal, invalid_object,
-                     not_found)
+                     method_not_allowed, not_found)
 from .kinds import strategy_for
 from .kinds.strategy import Strategy, validate_create, validate_update
 from .objects import clone, random_suffix, rfc3339
@@ -76,14 +76,18 @@ class Api:
     # --- reads ------------------------------------------------------------
     def get(self, key, name: str, namespace: str | None = None) -> dict:
         rt = self.rt(key)
-        obj = self.store.get(rt.storage_key, namespace or "" if rt.namespaced else "", name)
+        obj = self._computed_one(rt, name)
+        if obj is None:
+            obj = self.store.get(rt.storage_key, namespace or "" if rt.namespaced else "", name)
         if obj is None:
             raise not_found(rt.plural, rt.group, name)
         return conversion.from_storage(rt, obj)
 
     def try_get(self, key, name: str, namespace: str | None = None) -> dict | None:
         rt = self.rt(key)
-        obj = self.store.get(rt.storage_key, (namespace or "") if rt.namespaced else "", name)
+        obj = self._computed_one(rt, name)
+        if obj is None:
+            obj = self.store.get(rt.storage_key, (namespace or "") if rt.namespaced else "", name)
         return None if obj is None else conversion.from_storage(rt, obj)
 
     def list(self, key, namespace: str | None = None, label_selector: str | list | None = None,
@@ -98,7 +102,10 @@ class Api:
         node = exact_field(fields, "spec.nodeName") if rt.storage_key == "pods" else None
         uid = exact_field(fields, "involvedObject.uid") if rt.storage_key == "events" else None
         name = exact_field(fields, "metadata.name")
-        if name is not None:
+        computed = self.strategy(rt).computed_objects(self._context)
+        if computed is not None:
+            candidates = computed
+        elif name is not None:
             if ns:
                 one = self.store.get(rt.storage_key, ns, name)
                 candidates = [one] if one is not None else []
@@ -132,6 +139,16 @@ class Api:
         """The ``meta.k8s.io/v1`` Table of ``objects`` as their kind's printer renders them now."""
         return kinds.table(rt, objects, now=self.clock(), include_object=include_object)
 
+    def _computed_one(self, rt: ResourceType, name: str) -> dict | None:
+        computed = self.strategy(rt).computed_objects(self._context)
+        return None if computed is None else next((o for o in computed if o["metadata"]["name"] == name), None)
+
+    @staticmethod
+    def _check_verb(rt: ResourceType, verb: str) -> None:
+        """The installer registers only the verbs a storage implements: any other is 405."""
+        if verb not in rt.verbs:
+            raise method_not_allowed()
+
     @property
     def resource_version(self) -> str:
         return str(self.store.rv)
@@ -155,12 +172,16 @@ class Api:
                dry_run: bool = False, field_validation: str = "Ignore", warnings: list | None = None,
                raw: bytes | None = None) -> dict:
         rt = self.rt(key)
+        self._check_verb(rt, "create")
         storage_rt = self._storage_rt(rt)
         obj = clone(obj)
         self._check_kind(rt, obj)
         meta = obj.setdefault("metadata", {}) or {}
         obj["metadata"] = meta
         ns = self._request_namespace(rt, meta, namespace)
+        elsewhere = self.strategy(rt).rest_create(self, obj, ns)
+        if elsewhere is not None:
+            return elsewhere
         self._check_fields(rt, obj, field_validation, warnings, raw)
         self.strategy(rt).decode(obj, rt)
         if not meta.get("name"):
@@ -185,6 +206,7 @@ class Api:
                                         subresource=None, now=rfc3339(now), reset=strategy.reset_fields(None))
             meta = obj["metadata"]
         strategy.admit_create(obj, self._context)
+        admission.admit(self, "CREATE", storage_rt, obj, None)
         meta["creationTimestamp"] = rfc3339(now)
         meta["uid"] = str(uuid.uuid4())
         strategy.prepare_for_create(obj, self._context)
@@ -193,6 +215,7 @@ class Api:
             raise invalid_object(storage_rt.kind, storage_rt.group, meta.get("name", ""), errs)
         if warnings is not None:
             warnings.extend(strategy.warnings_on_create(obj))
+        admission.validate(self, "CREATE", storage_rt, obj, None, dry_run=dry_run)
         self._check_size(obj)
         name = meta["name"]
         if self.store.get(storage_rt.storage_key, ns if rt.namespaced else "", name) is not None:
@@ -263,6 +286,7 @@ class Api:
                manager: str | None = None, dry_run: bool = False, field_validation: str = "Ignore",
                warnings: list | None = None, raw: bytes | None = None) -> dict:
         rt = self.rt(key)
+        self._check_verb(rt, "update")
         obj = clone(obj)
         self._check_kind(rt, obj)
         meta = obj.setdefault("metadata", {})
@@ -316,10 +340,13 @@ class Api:
                                             reset=strategy.reset_fields(subresource))
             if subresource is None:
                 strategy.admit_update(new, self._context)
+                admission.admit(self, "UPDATE", rt, new, old)
             new = strategy.prepare_for_update(new, old, subresource)
         errs = validate_update(strategy, new, old, subresource)
         if errs:
             raise invalid_object(rt.kind, rt.group, ometa["name"], errs)
+        if subresource is None:
+            admission.validate(self, "UPDATE", rt, new, old, dry_run=dry_run)
         self._check_size(new)
         if _same_ignoring_managed_time(old, new):
             return old
@@ -337,6 +364,7 @@ class Api:
               dry_run: bool = False, field_validation: str = "Ignore", warnings: list | None = None) -> dict:
         """patch_type: "json", "merge", "strategic" or "apply" (server-side apply)."""
         rt = self.rt(key)
+        self._check_verb(rt, "patch")
         storage_rt = self._storage_rt(rt)
         ns = (namespace or "default") if rt.namespaced else ""
         old_stored = self.store.get(rt.storage_key, ns, name)
@@ -407,6 +435,7 @@ class Api:
                dry_run: bool = False) -> dict:
         """Returns the object (graceful or finalizer-pending deletion, or kinds that return it) or a Status."""
         rt = self.rt(key)
+        self._check_verb(rt, "delete")
         storage_rt = self._storage_rt(rt)
         ns = (namespace or "default") if rt.namespaced else ""
         old = self.store.get(rt.storage_key, ns, name)
@@ -468,6 +497,7 @@ class Api:
                           field_selector: str | None = None, grace_period_seconds: int | None = None,
                           propagation_policy: str | None = None) -> list[dict]:
         rt = self.rt(key)
+        self._check_verb(rt, "deletecollection")
         items = self.list(rt, namespace, label_selector, field_selector)
         for obj in items:
             try:

@@ -7,16 +7,25 @@ plane's controllers, the scheduler, the node agent).
 """
 from __future__ import annotations
 
+from .controllers.apiservices import APIServiceRegistrationController
+from .controllers.cronjob import CronJobController
 from .controllers.daemonset import DaemonSetController
 from .controllers.deployment import DeploymentController
 from .controllers.disruption import DisruptionController
+from .controllers.endpoints import EndpointsController
+from .controllers.endpointslice import EndpointSliceController
 from .controllers.garbagecollector import GarbageCollector
 from .controllers.job import JobController
+from .controllers.localpath import LocalPathProvisioner
 from .controllers.namespace import NamespaceController
 from .controllers.node_lifecycle import NodeLifecycleController
+from .controllers.persistentvolume import PersistentVolumeController
 from .controllers.podgc import PodGCController
 from .controllers.replicaset import ReplicaSetController
+from .controllers.replicationcontroller import ReplicationControllerManager
+from .controllers.resourcequota import ResourceQuotaController
 from .controllers.serviceaccount import ServiceAccountController
+from .controllers.statefulset import StatefulSetController
 from .controllers.taint_eviction import TaintEvictionController
 from .controllers.ttlafterfinished import TTLAfterFinishedController
 from .kubelet import Kubelet
@@ -31,13 +40,22 @@ def build(api, config) -> list:
         GarbageCollector(api),
         DeploymentController(api),
         ReplicaSetController(api),
+        ReplicationControllerManager(api),
         DaemonSetController(api),
+        StatefulSetController(api),
         JobController(api),
+        CronJobController(api),
         TTLAfterFinishedController(api),
         DisruptionController(api),
         NodeLifecycleController(api),
         TaintEvictionController(api),
         PodGCController(api),
+        EndpointsController(api),
+        EndpointSliceController(api),
+        PersistentVolumeController(api),
+        LocalPathProvisioner(api),
+        ResourceQuotaController(api),
+        APIServiceRegistrationController(api),
         Scheduler(api, config.cluster_name),
         Kubelet(api, catalog=load_catalog(*config.images())),
     ]

@@ -1,12 +1,14 @@
 """Conversion between the versions a resource is served in and the one it is stored in.
 
-Only two cases exist in the embedded cluster: events, stored as core/v1 and also
-served as events.k8s.io/v1 (field mapping from
-pkg/apis/events/v1/conversion.go), and custom resources with several versions
-and ``conversion.strategy: None``, where only ``apiVersion`` changes.
+Events are stored as core/v1 and also served as events.k8s.io/v1 (field
+mapping from pkg/apis/events/v1/conversion.go); custom resources with several
+versions and ``conversion.strategy: None`` change only ``apiVersion``; a
+built-in kind served in several versions (autoscaling/v1 and v2
+HorizontalPodAutoscalers) converts as its strategy says.
 """
 from __future__ import annotations
 
+from .kinds import strategy_for
 from .registry import ResourceType
 
 _EVENTS_V1_FIELDS = {
@@ -39,6 +41,8 @@ def to_storage(rt: ResourceType, obj: dict, storage_rt: ResourceType) -> dict:
                 core[old] = core.pop(dep)
         core["apiVersion"], core["kind"] = "v1", "Event"
         return core
+    if rt.crd is None and rt.api_version != storage_rt.api_version:
+        return strategy_for(storage_rt).to_storage_version(obj, rt, storage_rt)
     if rt.api_version != storage_rt.api_version:
         return {**obj, "apiVersion": storage_rt.api_version}
     return obj
@@ -60,6 +64,8 @@ def from_storage(rt: ResourceType, obj: dict) -> dict:
             if obj.get(old) is not None:
                 out[dep] = obj[old]
         return out
+    if rt.crd is None and obj.get("apiVersion") != rt.api_version:
+        return strategy_for(rt).from_storage_version(obj, rt)
     if obj.get("apiVersion") != rt.api_version:
         return {**obj, "apiVersion": rt.api_version}
     return obj

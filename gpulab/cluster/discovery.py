@@ -133,27 +133,40 @@ def compare_kube_aware_versions(v1: str, v2: str) -> int:
 
 # kube-apiserver's APIService priorities (group priority, version priority) for the groups served here;
 # cmd/kube-apiserver/app/aggregator.go. CRD groups get 1000/100 (crdregistration controller).
+# pkg/controlplane/apiserver/aggregator.go holds the generic ones; apiregistration.k8s.io is the aggregator's own.
 _BUILTIN_PRIORITIES: dict[tuple[str, str], tuple[int, int]] = {
     ("", "v1"): (18000, 1),
+    ("apiregistration.k8s.io", "v1"): (18000, 15),
     ("apps", "v1"): (17800, 15),
     ("events.k8s.io", "v1"): (17750, 15),
+    ("autoscaling", "v2"): (17500, 30),
+    ("autoscaling", "v1"): (17500, 15),
     ("batch", "v1"): (17400, 15),
+    ("certificates.k8s.io", "v1"): (17300, 15),
+    ("networking.k8s.io", "v1"): (17200, 15),
     ("policy", "v1"): (17100, 15),
+    ("storage.k8s.io", "v1"): (16800, 15),
     ("apiextensions.k8s.io", "v1"): (16700, 15),
+    ("admissionregistration.k8s.io", "v1"): (16700, 15),
     ("scheduling.k8s.io", "v1"): (16600, 15),
     ("coordination.k8s.io", "v1"): (16500, 15),
+    ("node.k8s.io", "v1"): (16300, 15),
+    ("discovery.k8s.io", "v1"): (16200, 15),
+    ("flowcontrol.apiserver.k8s.io", "v1"): (16100, 21),
+    ("storagemigration.k8s.io", "v1"): (15800, 15),
 }
 _CRD_PRIORITY = (1000, 100)
 
 
-def _priority(group: str, version: str) -> tuple[int, int]:
+def priority(group: str, version: str) -> tuple[int, int]:
+    """The APIService priorities of a group-version: (groupPriorityMinimum, versionPriority)."""
     return _BUILTIN_PRIORITIES.get((group, version), _CRD_PRIORITY)
 
 
 def _sorted_versions(group: str, versions: list[str]) -> list[str]:
     """Highest version priority first, kube-aware version order between equals (ByVersionPriority)."""
     def before(a: str, b: str) -> int:
-        pa, pb = _priority(group, a)[1], _priority(group, b)[1]
+        pa, pb = priority(group, a)[1], priority(group, b)[1]
         if pa != pb:
             return pb - pa
         return -compare_kube_aware_versions(a, b)
@@ -170,7 +183,7 @@ def _groups(registry: Registry) -> dict[str, list[str]]:
 
 
 def _group_priority(group: str, versions: list[str]) -> int:
-    return max(_priority(group, v)[0] for v in versions)
+    return max(priority(group, v)[0] for v in versions)
 
 
 # --- per-generation cache ---------------------------------------------------
@@ -253,7 +266,8 @@ def _main_resource(registry: Registry, rt: ResourceType) -> dict:
         entry["shortNames"] = list(rt.short_names)
     if rt.categories:
         entry["categories"] = list(rt.categories)
-    entry["storageVersionHash"] = _storage_hash(registry, rt)
+    if rt.crd is not None or strategy_for(rt).stored:  # only a storage backed by etcd reports its hash
+        entry["storageVersionHash"] = _storage_hash(registry, rt)
     return entry
 
 

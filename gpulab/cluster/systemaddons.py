@@ -23,7 +23,8 @@ from .objects import rfc3339
 
 DATA = Path(__file__).parent / "data"
 DNS_IP = "10.96.0.10"  # kubeadm: the tenth address of the service range
-_KEYS = {"ServiceAccount": "serviceaccounts", "ConfigMap": "configmaps", "Service": "services",
+_KEYS = {"Namespace": "namespaces", "StorageClass": "storageclasses.storage.k8s.io",
+         "ServiceAccount": "serviceaccounts", "ConfigMap": "configmaps", "Service": "services",
          "Deployment": "deployments.apps", "DaemonSet": "daemonsets.apps", "Pod": "pods"}
 _MANAGERS = {"Pod": "kubelet"}
 
@@ -37,6 +38,8 @@ def _documents(name: str, **values: str) -> list[dict]:
 def install(api: Api, cluster: str, version: str) -> None:
     """Create whatever of kube-system's add-ons and mirror pods is missing (a no-op on a resumed cluster)."""
     for obj in _documents("kube-system.yaml", cluster=cluster, version=version, dns_ip=DNS_IP):
+        _ensure(api, obj)
+    for obj in _documents("local-path-storage.yaml"):  # kind's default storage
         _ensure(api, obj)
     node = api.try_get("nodes", f"{cluster}-control-plane")
     if node is None:

@@ -140,6 +140,8 @@ def test_every_patch_operation_for_every_served_kind_has_field_validation(with_c
     for rt in with_crds.types():
         path = f"apis/{rt.group}/{rt.version}" if rt.group else f"api/{rt.version}"
         assert path in index["paths"]
+        if "patch" not in rt.verbs:  # bindings, componentstatuses
+            continue
         ops = _patch_ops(openapi.openapi_v3_document(with_crds, path),
                          {"group": rt.group, "kind": rt.kind, "version": rt.version})
         assert ops, rt.key

@@ -29,27 +29,33 @@ _YIELD_EVERY = 50
 class ReplicaSetController(OwnerKeyedController):
     name = COMPONENT
     watches = (RS, "pods")
+    #: The kind this controller keeps replicas of (the ReplicationController manager reuses it, as upstream's does).
+    resource, kind = RS, "ReplicaSet"
 
     def __init__(self, api):
         super().__init__(api)
         index_by_controller(api, "pods")
-        index_by_controller(api, RS)
+        index_by_controller(api, self.resource)
+
+    @staticmethod
+    def selector(owner: dict) -> list:
+        return label_selector_from_dict((owner.get("spec") or {}).get("selector"))
 
     def keys_for(self, key: str, obj: dict):
         m = obj["metadata"]
-        if key == RS:
+        if key == self.resource:
             return [(m.get("namespace", ""), m["name"])]
         ref = controller_of(obj)
         if ref is not None:
-            return [(m.get("namespace", ""), ref["name"])] if ref.get("kind") == "ReplicaSet" else []
-        return selector_owners(self.api, RS, obj)
+            return [(m.get("namespace", ""), ref["name"])] if ref.get("kind") == self.kind else []
+        return selector_owners(self.api, self.resource, obj, self.selector)
 
     async def reconcile(self, work_key) -> float | None:
         ns, name = work_key
-        rs = self.api.store.get(RS, ns, name)
+        rs = self.api.store.get(self.resource, ns, name)
         if rs is None:
             return None
-        selector = label_selector_from_dict(rs["spec"].get("selector"))
+        selector = self.selector(rs)
         owned = controlled(self.api, "pods", rs["metadata"]["uid"])
         self.sizes[work_key] = len(owned)
         active: list[dict] = []
@@ -82,12 +88,12 @@ class ReplicaSetController(OwnerKeyedController):
         diff = len(active) - int(rs["spec"].get("replicas", 1))
         if diff < 0:
             for i in range(min(-diff, BURST_REPLICAS)):
-                create_pod(self.api, rs, pod_from_template(rs["spec"]["template"], rs), COMPONENT)
+                create_pod(self.api, rs, pod_from_template(rs["spec"]["template"], rs), self.name)
                 if i % _YIELD_EVERY == _YIELD_EVERY - 1:
                     await asyncio.sleep(0)
         elif diff > 0:
             for i, pod in enumerate(self._pods_to_delete(rs, active, min(diff, BURST_REPLICAS))):
-                delete_pod(self.api, rs, pod, COMPONENT)
+                delete_pod(self.api, rs, pod, self.name)
                 if i % _YIELD_EVERY == _YIELD_EVERY - 1:
                     await asyncio.sleep(0)
 
@@ -106,7 +112,7 @@ class ReplicaSetController(OwnerKeyedController):
     def _related_pods(self, rs: dict) -> list[dict]:
         """getIndirectlyRelatedPods: pods of every ReplicaSet sharing this one's controller (or this one's)."""
         owner = controller_of(rs)
-        siblings = controlled(self.api, RS, owner["uid"]) if owner else [rs]
+        siblings = controlled(self.api, self.resource, owner["uid"]) if owner else [rs]
         pods: list[dict] = []
         for sibling in siblings:
             pods.extend(controlled(self.api, "pods", sibling["metadata"]["uid"]))
@@ -118,7 +124,7 @@ class ReplicaSetController(OwnerKeyedController):
             return rs
         new = clone(rs)
         new["status"] = status
-        return self.api.update(RS, new, rs["metadata"]["namespace"], subresource="status", manager=MANAGER)
+        return self.api.update(self.resource, new, rs["metadata"]["namespace"], subresource="status", manager=MANAGER)
 
 
 def calculate_status(rs: dict, active: list[dict], terminating: int, error: ApiError | None, now: float) -> dict:

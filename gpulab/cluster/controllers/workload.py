@@ -337,13 +337,18 @@ def _status_only(old: dict, new: dict) -> bool:
     return all(om.get(k) == nm.get(k) for k in om.keys() | nm.keys() if k not in _WRITE_STAMPS)
 
 
-def selector_owners(api: Api, key: str, pod: dict) -> list[tuple[str, str]]:
+def _label_selector(owner: dict) -> list[Requirement]:
+    return label_selector_from_dict((owner.get("spec") or {}).get("selector"))
+
+
+def selector_owners(api: Api, key: str, pod: dict,
+                    selector_of: Callable[[dict], list[Requirement]] = _label_selector) -> list[tuple[str, str]]:
     """Work keys of the ``key`` objects in the pod's namespace whose selector matches it (an orphan's candidates)."""
     ns = pod["metadata"].get("namespace", "")
     labels = pod["metadata"].get("labels") or {}
     out = []
     for owner in api.store.list(key, ns):
-        selector = label_selector_from_dict((owner.get("spec") or {}).get("selector"))
+        selector = selector_of(owner)
         if selector and matches_labels(selector, labels):
             out.append((ns, owner["metadata"]["name"]))
     return out

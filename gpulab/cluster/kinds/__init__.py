@@ -16,34 +16,90 @@ from .. import printers
 from ..errors import FieldError
 from ..registry import Registry, ResourceType
 from . import strategy as generic
+from .apiservices import APIServiceStrategy
+from .bindings import BindingStrategy
+from .certificatesigningrequests import CertificateSigningRequestStrategy
+from .clustertrustbundles import ClusterTrustBundleStrategy
+from .componentstatuses import ComponentStatusStrategy
 from .configmaps import ConfigMapStrategy
 from .controllerrevisions import ControllerRevisionStrategy
+from .cronjobs import CronJobStrategy
+from .csidrivers import CSIDriverStrategy
+from .csinodes import CSINodeStrategy
+from .csistoragecapacities import CSIStorageCapacityStrategy
 from .custom import CustomResourceStrategy
 from .customresourcedefinitions import CustomResourceDefinitionStrategy
 from .daemonsets import DaemonSetStrategy
 from .deployments import DeploymentStrategy
+from .endpoints import EndpointsStrategy
+from .endpointslices import EndpointSliceStrategy
 from .events import EventStrategy
+from .flowschemas import FlowSchemaStrategy
+from .horizontalpodautoscalers import HorizontalPodAutoscalerStrategy
+from .ingressclasses import IngressClassStrategy
+from .ingresses import IngressStrategy
+from .ipaddresses import IPAddressStrategy
 from .jobs import JobStrategy
 from .leases import LeaseStrategy
+from .limitranges import LimitRangeStrategy
+from .mutatingadmissionpolicies import MutatingAdmissionPolicyStrategy
+from .mutatingadmissionpolicybindings import MutatingAdmissionPolicyBindingStrategy
+from .mutatingwebhookconfigurations import MutatingWebhookConfigurationStrategy
 from .namespaces import NamespaceStrategy
+from .networkpolicies import NetworkPolicyStrategy
 from .nodes import NodeStrategy
+from .persistentvolumeclaims import PersistentVolumeClaimStrategy
+from .persistentvolumes import PersistentVolumeStrategy
+from .podcertificaterequests import PodCertificateRequestStrategy
 from .poddisruptionbudgets import PodDisruptionBudgetStrategy
 from .pods import PodStrategy
+from .podtemplates import PodTemplateStrategy
 from .priorityclasses import PriorityClassStrategy
+from .prioritylevelconfigurations import PriorityLevelConfigurationStrategy
 from .replicasets import ReplicaSetStrategy
+from .replicationcontrollers import ReplicationControllerStrategy
+from .resourcequotas import ResourceQuotaStrategy
+from .runtimeclasses import RuntimeClassStrategy
 from .secrets import SecretStrategy
 from .serviceaccounts import ServiceAccountStrategy
+from .servicecidrs import ServiceCIDRStrategy
 from .services import ServiceStrategy
+from .statefulsets import StatefulSetStrategy
+from .storageclasses import StorageClassStrategy
+from .storageversionmigrations import StorageVersionMigrationStrategy
+from .validatingadmissionpolicies import ValidatingAdmissionPolicyStrategy
+from .validatingadmissionpolicybindings import ValidatingAdmissionPolicyBindingStrategy
+from .validatingwebhookconfigurations import ValidatingWebhookConfigurationStrategy
+from .volumeattachments import VolumeAttachmentStrategy
+from .volumeattributesclasses import VolumeAttributesClassStrategy
 from .strategy import Strategy
 
 __all__ = ["BUILTIN", "Strategy", "builtin_registry", "builtin_types", "strategy_for", "table", "validate_create",
            "validate_update"]
 
 BUILTIN: tuple[Strategy, ...] = (
-    NamespaceStrategy(), NodeStrategy(), PodStrategy(), EventStrategy(), ConfigMapStrategy(), SecretStrategy(),
-    ServiceAccountStrategy(), ServiceStrategy(), DaemonSetStrategy(), DeploymentStrategy(), ReplicaSetStrategy(),
-    ControllerRevisionStrategy(), JobStrategy(), LeaseStrategy(), PodDisruptionBudgetStrategy(),
-    PriorityClassStrategy(), CustomResourceDefinitionStrategy(),
+    # core/v1
+    BindingStrategy(), ComponentStatusStrategy(), ConfigMapStrategy(), EndpointsStrategy(), EventStrategy(),
+    LimitRangeStrategy(), NamespaceStrategy(), NodeStrategy(), PersistentVolumeClaimStrategy(),
+    PersistentVolumeStrategy(), PodStrategy(), PodTemplateStrategy(), ReplicationControllerStrategy(),
+    ResourceQuotaStrategy(), SecretStrategy(), ServiceAccountStrategy(), ServiceStrategy(),
+    # admissionregistration.k8s.io/v1
+    MutatingAdmissionPolicyStrategy(), MutatingAdmissionPolicyBindingStrategy(),
+    MutatingWebhookConfigurationStrategy(), ValidatingAdmissionPolicyStrategy(),
+    ValidatingAdmissionPolicyBindingStrategy(), ValidatingWebhookConfigurationStrategy(),
+    CustomResourceDefinitionStrategy(), APIServiceStrategy(),
+    # apps/v1
+    ControllerRevisionStrategy(), DaemonSetStrategy(), DeploymentStrategy(), ReplicaSetStrategy(), StatefulSetStrategy(),
+    HorizontalPodAutoscalerStrategy(), CronJobStrategy(), JobStrategy(),
+    CertificateSigningRequestStrategy(), ClusterTrustBundleStrategy(), PodCertificateRequestStrategy(),
+    LeaseStrategy(), EndpointSliceStrategy(), FlowSchemaStrategy(), PriorityLevelConfigurationStrategy(),
+    # networking.k8s.io/v1
+    IngressClassStrategy(), IngressStrategy(), IPAddressStrategy(), NetworkPolicyStrategy(), ServiceCIDRStrategy(),
+    RuntimeClassStrategy(), PodDisruptionBudgetStrategy(), PriorityClassStrategy(),
+    # storage.k8s.io/v1
+    CSIDriverStrategy(), CSINodeStrategy(), CSIStorageCapacityStrategy(), StorageClassStrategy(),
+    VolumeAttachmentStrategy(), VolumeAttributesClassStrategy(),
+    StorageVersionMigrationStrategy(),
 )
 
 _BY_STORAGE_KEY = {s.resource.key: s for s in BUILTIN}

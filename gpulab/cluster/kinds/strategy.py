@@ -32,6 +32,7 @@ from .. import schema
 from ..errors import FieldError
 from ..objects import clone
 from ..printers import DEFAULT_PRINTER, Printer
+from ..printers.cells import selector_string
 from ..registry import ResourceType
 from ..selectors import FieldGetter
 from ..validation import structural_decode
@@ -97,6 +98,10 @@ class Strategy:
     status_reset_fields: tuple[Path, ...] = (("spec",),)
     #: Metadata a status write takes from the request; the rest comes from the stored object.
     status_request_metadata: tuple[str, ...] = ("labels", "annotations")
+    #: The warning every request to a deprecated resource gets (the installer's deprecation warning).
+    deprecation_warning: str | None = None
+    #: Backed by storage, so discovery reports a storageVersionHash (not bindings or componentstatuses).
+    stored = True
 
     @property
     def has_status(self) -> bool:
@@ -107,6 +112,29 @@ class Strategy:
         if name == "status" and self.has_status:
             return STATUS
         return self.subresources[name]
+
+    # --- storages that are not the generic store --------------------------------------------------------------
+    def computed_objects(self, ctx: Context) -> list[dict] | None:
+        """A storage that computes its objects when read (componentstatuses) instead of storing them."""
+        return None
+
+    def rest_create(self, api, obj: dict, namespace: str) -> dict | None:
+        """A storage whose Create does something else than store the object (bindings): the response, or None."""
+        return None
+
+    def scale_selector(self, obj: dict) -> str:
+        """The Scale subresource's ``status.selector``: the label selector as a string."""
+        selector = (obj.get("spec") or {}).get("selector")
+        return selector_string(selector) if isinstance(selector, dict) else ""
+
+    # --- versions ------------------------------------------------------------------------------------------------
+    def to_storage_version(self, obj: dict, served: ResourceType, storage: ResourceType) -> dict:
+        """An object sent to another served version of the kind, converted to the storage version."""
+        return {**obj, "apiVersion": storage.api_version}
+
+    def from_storage_version(self, obj: dict, served: ResourceType) -> dict:
+        """A stored object converted to another served version of the kind."""
+        return {**obj, "apiVersion": served.api_version}
 
     # --- decoding and defaulting -------------------------------------------------------------------------------
     def decode(self, obj: dict, served: ResourceType) -> None:

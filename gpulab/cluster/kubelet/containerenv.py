@@ -292,6 +292,8 @@ def volume_files(api: Api, pod: dict, *, host_ip: str, pod_ip: str) -> dict[str,
             elif vol.get("downwardAPI"):
                 files = {i["path"]: (_downward(pod, i, host_ip, pod_ip), int(i.get("mode", mode)))
                          for i in vol["downwardAPI"].get("items") or ()}
+            elif vol.get("persistentVolumeClaim"):
+                _check_claim(api, ns, name, vol["persistentVolumeClaim"].get("claimName", ""))
             elif vol.get("projected"):
                 for source in vol["projected"].get("sources") or ():
                     if source.get("serviceAccountToken"):
@@ -309,11 +311,21 @@ def volume_files(api: Api, pod: dict, *, host_ip: str, pod_ip: str) -> dict[str,
                                       for i in source["downwardAPI"].get("items") or ()})
         except MountError as exc:
             message = str(exc)
-            if not message.startswith("MountVolume"):
+            if not message.startswith(("MountVolume", "Unable to attach")):
                 message = f'MountVolume.SetUp failed for volume "{name}" : {message}'
             raise MountError(message) from None
         out[name] = files
     return out
+
+
+def _check_claim(api: Api, namespace: str, volume: str, claim: str) -> None:
+    """A claim volume mounts (empty) once its claim is bound; until then the volume manager keeps waiting."""
+    pvc = api.try_get("persistentvolumeclaims", claim, namespace)
+    if pvc is None:
+        raise MountError(f'persistentvolumeclaim "{claim}" not found')
+    if (pvc.get("status") or {}).get("phase") != "Bound":
+        raise MountError(f"Unable to attach or mount volumes: unmounted volumes=[{volume}], unattached "
+                         f"volumes=[{volume}]: timed out waiting for the condition")
 
 
 def _downward(pod: dict, item: dict, host_ip: str, pod_ip: str) -> str:

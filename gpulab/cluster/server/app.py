@@ -53,6 +53,7 @@ class ApiServer:
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._middleware], client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._route)
+        app.on_response_prepare.append(_add_deprecation_warning)
         return app
 
     def _authenticated(self, request: web.Request) -> bool:
@@ -108,6 +109,9 @@ class ApiServer:
                     if doc is not None:
                         return _json_response(doc)
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        deprecated = self.api.strategy(target.rt).deprecation_warning
+        if deprecated:
+            request["deprecation_warning"] = deprecated
         return await self._resource(request, target)
 
     # --- discovery and OpenAPI --------------------------------------------
@@ -174,7 +178,7 @@ class ApiServer:
                     return await self._watch(request, t, opts)
                 return await self._list(request, t, opts)
             if t.subresource == "scale":
-                return _json_response(_scale_of(self.api.get(t.rt, t.name, t.namespace)))
+                return _json_response(self._scale_of(t.rt, self.api.get(t.rt, t.name, t.namespace)))
             return self._respond_object(request, t.rt, self.api.get(t.rt, t.name, t.namespace))
         if method == "POST":
             raw = await bodies.read(request)
@@ -389,26 +393,36 @@ class ApiServer:
         replicas = (body.get("spec") or {}).get("replicas")
         obj = self.api.patch(t.rt, t.name, {"spec": {"replicas": replicas}}, "merge", t.namespace,
                              manager=_manager(request))
-        return _scale_of(obj)
+        return self._scale_of(t.rt, obj)
 
     def _patch_scale(self, t: paths.Target, patch, patch_type: str, request: web.Request) -> dict:
         from ..patch import apply_json_patch, apply_merge_patch
 
-        current = _scale_of(self.api.get(t.rt, t.name, t.namespace))
+        current = self._scale_of(t.rt, self.api.get(t.rt, t.name, t.namespace))
         new = apply_json_patch(current, patch) if patch_type == "json" else apply_merge_patch(current, patch)
         return self._put_scale(t, new, request)
 
+    def _scale_of(self, rt: ResourceType, obj: dict) -> dict:
+        return _scale_of(obj, self.api.strategy(rt).scale_selector(obj))
 
-def _scale_of(obj: dict) -> dict:
+
+def _scale_of(obj: dict, selector: str) -> dict:
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    sel = (spec.get("selector") or {}).get("matchLabels") or {}
     m = obj["metadata"]
     return {"kind": "Scale", "apiVersion": "autoscaling/v1",
             "metadata": {"name": m["name"], "namespace": m.get("namespace"), "uid": m.get("uid"),
                          "resourceVersion": m.get("resourceVersion"), "creationTimestamp": m.get("creationTimestamp")},
             "spec": {"replicas": spec.get("replicas", 0)},
             "status": {"replicas": status.get("replicas", 0),
-                       "selector": ",".join(f"{k}={v}" for k, v in sorted(sel.items()))}}
+                       "selector": selector}}
+
+
+async def _add_deprecation_warning(request: web.Request, response: web.StreamResponse) -> None:
+    """The deprecated-API warning every request to a deprecated resource gets (endpoints/deprecation), whatever the
+    answer, beside any other warnings."""
+    warning = request.get("deprecation_warning")
+    if warning:
+        response.headers.add("Warning", "299 - " + orjson.dumps(warning).decode())
 
 
 def _cacheable(request: web.Request, body: bytes, content_type: str, headers: dict,
