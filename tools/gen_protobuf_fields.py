@@ -35,12 +35,17 @@ ROOT_KINDS = {
     "v1": ("k8s.io/api/core/v1", ["Binding", "ConfigMap", "Event", "Namespace", "Node", "Pod", "Secret",
                                   "Service", "ServiceAccount"]),
     "apps/v1": ("k8s.io/api/apps/v1", ["ControllerRevision", "DaemonSet", "Deployment", "ReplicaSet"]),
-    "authentication.k8s.io/v1": ("k8s.io/api/authentication/v1", ["TokenRequest"]),
+    "authentication.k8s.io/v1": ("k8s.io/api/authentication/v1", ["SelfSubjectReview", "TokenRequest",
+                                                                  "TokenReview"]),
+    "authorization.k8s.io/v1": ("k8s.io/api/authorization/v1", ["LocalSubjectAccessReview", "SelfSubjectAccessReview",
+                                                                "SelfSubjectRulesReview", "SubjectAccessReview"]),
     "autoscaling/v1": ("k8s.io/api/autoscaling/v1", ["Scale"]),
     "batch/v1": ("k8s.io/api/batch/v1", ["Job"]),
     "coordination.k8s.io/v1": ("k8s.io/api/coordination/v1", ["Lease"]),
     "events.k8s.io/v1": ("k8s.io/api/events/v1", ["Event"]),
     "policy/v1": ("k8s.io/api/policy/v1", ["Eviction", "PodDisruptionBudget"]),
+    "rbac.authorization.k8s.io/v1": ("k8s.io/api/rbac/v1", ["ClusterRole", "ClusterRoleBinding", "Role",
+                                                            "RoleBinding"]),
     "scheduling.k8s.io/v1": ("k8s.io/api/scheduling/v1", ["PriorityClass"]),
 }
 # metav1.AddToGroupVersion registers these option kinds in every group version.

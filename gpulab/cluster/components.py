@@ -7,6 +7,7 @@ plane's controllers, the scheduler, the node agent).
 """
 from __future__ import annotations
 
+from .controllers.clusterrole_aggregation import ClusterRoleAggregationController
 from .controllers.daemonset import DaemonSetController
 from .controllers.deployment import DeploymentController
 from .controllers.disruption import DisruptionController
@@ -27,6 +28,7 @@ def build(api, config) -> list:
     return [
         NamespaceController(api),
         ServiceAccountController(api, config.pki.ca_cert.read_text()),
+        ClusterRoleAggregationController(api),
         GarbageCollector(api),
         DeploymentController(api),
         ReplicaSetController(api),

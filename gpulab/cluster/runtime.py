@@ -17,6 +17,11 @@ from typing import Callable
 from aiohttp import web
 
 from .api import Api
+from .auth import bootstrap
+from .auth.authenticator import Authenticator
+from .auth.filters import RequestAuth
+from .auth.rbac import Authorizer
+from .auth.tokens import TokenIssuer, load_signing_key
 from .errors import ApiError
 from .pki import ClusterPKI
 from .server.app import ApiServer
@@ -63,6 +68,7 @@ class Runtime:
         self.config = config
         self.store = Store(config.state_dir / "state.db")
         self.api = Api(self.store)
+        self.api.token_issuer = TokenIssuer(load_signing_key(config.pki.ca_cert.parent / "sa.key"))
         self.tasks: list[asyncio.Task] = []
         self._runner: web.AppRunner | None = None
         self._listener: Listener | None = None
@@ -88,6 +94,9 @@ class Runtime:
                                     "targetPort": self.config.port}]}}, "default", manager="kube-apiserver")
         for i, spec in enumerate(self.config.nodes):
             self._ensure("nodes", node_object(spec, i), manager="kubelet")
+        for key, obj in bootstrap.policy():
+            if api.store.get(key, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]) is None:
+                self._ensure(key, obj)
         self.store.commit()
 
     def _ensure(self, key: str, obj: dict, manager: str = "kube-apiserver") -> None:
@@ -123,7 +132,8 @@ class Runtime:
         self.tasks.append(asyncio.create_task(self._flush_loop(), name="flush"))
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ctx.load_cert_chain(str(self.config.pki.server_cert), str(self.config.pki.server_key))
-        server = ApiServer(self.api, self.config.pki.token)
+        authenticator = Authenticator(self.config.pki.token, self.api.token_issuer, self.store, self.api.clock)
+        server = ApiServer(self.api, RequestAuth(authenticator, Authorizer(self.api)))
         self._runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
         self._listener = Listener(self._runner, ctx, "127.0.0.1", self.config.port)

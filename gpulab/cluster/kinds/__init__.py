@@ -20,6 +20,8 @@ from .configmaps import ConfigMapStrategy
 from .controllerrevisions import ControllerRevisionStrategy
 from .custom import CustomResourceStrategy
 from .customresourcedefinitions import CustomResourceDefinitionStrategy
+from .clusterrolebindings import ClusterRoleBindingStrategy
+from .clusterroles import ClusterRoleStrategy
 from .daemonsets import DaemonSetStrategy
 from .deployments import DeploymentStrategy
 from .events import EventStrategy
@@ -31,6 +33,9 @@ from .poddisruptionbudgets import PodDisruptionBudgetStrategy
 from .pods import PodStrategy
 from .priorityclasses import PriorityClassStrategy
 from .replicasets import ReplicaSetStrategy
+from .reviews import AUTHENTICATION, AUTHORIZATION
+from .rolebindings import RoleBindingStrategy
+from .roles import RoleStrategy
 from .secrets import SecretStrategy
 from .serviceaccounts import ServiceAccountStrategy
 from .services import ServiceStrategy
@@ -42,8 +47,9 @@ __all__ = ["BUILTIN", "Strategy", "builtin_registry", "builtin_types", "strategy
 BUILTIN: tuple[Strategy, ...] = (
     NamespaceStrategy(), NodeStrategy(), PodStrategy(), EventStrategy(), ConfigMapStrategy(), SecretStrategy(),
     ServiceAccountStrategy(), ServiceStrategy(), DaemonSetStrategy(), DeploymentStrategy(), ReplicaSetStrategy(),
-    ControllerRevisionStrategy(), JobStrategy(), LeaseStrategy(), PodDisruptionBudgetStrategy(),
-    PriorityClassStrategy(), CustomResourceDefinitionStrategy(),
+    ControllerRevisionStrategy(), *AUTHENTICATION, *AUTHORIZATION, JobStrategy(), PodDisruptionBudgetStrategy(),
+    ClusterRoleBindingStrategy(), ClusterRoleStrategy(), RoleBindingStrategy(), RoleStrategy(),
+    LeaseStrategy(), PriorityClassStrategy(), CustomResourceDefinitionStrategy(),
 )
 
 _BY_STORAGE_KEY = {s.resource.key: s for s in BUILTIN}
