@@ -9,7 +9,7 @@ authority. Writes from in-process components (no request user) are not checked, 
 """
 from __future__ import annotations
 
-from ..errors import ApiError
+from ..errors import ApiError, internal
 from . import filters
 from . import user as users
 from .rbac import GROUP, aggregate_errors, role_reference_rules
@@ -72,6 +72,8 @@ def check_binding(resource: str, binding: dict, source) -> None:
     if kind and _allowed(request, Attributes("bind", True, api_group=ref.get("apiGroup") or "", resource=kind,
                                              namespace=namespace, name=ref.get("name", ""))):
         return
+    if kind is None:  # GetRoleReferenceRules' plain error, which the storage returns as it is (a 500)
+        raise internal(f"unsupported role reference kind: {go_quote(ref.get('kind') or '')}")
     rules, err = role_reference_rules(source, ref, namespace)
     if err:
         plural = "roles" if ref.get("kind") == "Role" else "clusterroles"
