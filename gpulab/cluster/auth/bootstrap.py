@@ -99,9 +99,14 @@ def policy() -> list[tuple[str, dict]]:
     """(storage key, object) of every RBAC object a new cluster has, aggregated roles' rules filled in."""
     objects = _load("bootstrap-policy.json", True) + _load("kubeadm-policy.json", False)
     cluster_roles = [obj for key, obj in objects if key == CLUSTER_ROLES]
-    for obj in cluster_roles:
-        if obj.get("aggregationRule"):
-            obj["rules"] = aggregated_rules(obj, cluster_roles)
+    aggregated = [obj for obj in cluster_roles if obj.get("aggregationRule")]
+    changed = True
+    while changed:  # the controller's passes until nothing changes (admin aggregates edit, which aggregates view)
+        changed = False
+        for obj in aggregated:
+            rules = aggregated_rules(obj, cluster_roles)
+            changed |= rules != obj["rules"]
+            obj["rules"] = rules
     return objects
 
 
