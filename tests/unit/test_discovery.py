@@ -51,8 +51,8 @@ def test_api_group_list_orders_groups_by_apiservice_priority(registry):
     doc = discovery.api_group_list(registry)
     assert (doc["kind"], doc["apiVersion"]) == ("APIGroupList", "v1")
     assert [g["name"] for g in doc["groups"]] == [
-        "apps", "events.k8s.io", "batch", "policy", "apiextensions.k8s.io", "scheduling.k8s.io",
-        "coordination.k8s.io"]
+        "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "batch", "policy",
+        "rbac.authorization.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io", "coordination.k8s.io"]
     assert doc["groups"][0] == {"name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
                                 "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}
 
@@ -154,8 +154,9 @@ def test_aggregated_groups_order_and_crd_response_kinds(registry):
     registry.add_crd(_crd(subresources={"status": {}}))
     doc = discovery.aggregated_discovery(registry, legacy=False)
     names = [item["metadata"]["name"] for item in doc["items"]]
-    assert names == ["apps", "events.k8s.io", "batch", "policy", "apiextensions.k8s.io", "scheduling.k8s.io",
-                     "coordination.k8s.io", "nvidia.com"]
+    assert names == ["apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "batch", "policy",
+                     "rbac.authorization.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io", "coordination.k8s.io",
+                     "nvidia.com"]
     [policy] = doc["items"][-1]["versions"][0]["resources"]
     assert policy == {
         "resource": "clusterpolicies",
