@@ -7,8 +7,9 @@ namespace's RoleBindings, each resolved to its role's rules; an allowed request'
 the bindings whose roles could not be resolved. In front of RBAC, as kube-apiserver's authorizer chain puts
 it, members of ``system:masters`` are allowed everything.
 
-Speed: resolving a user's rules walks every binding; the result is kept per (user, groups, namespace) and
-dropped whenever a role or binding changes (the authorizer subscribes to the four RBAC resources).
+Speed: resolving a user's rules walks every binding; the result is kept per (user, groups, namespace), and each
+decision per (user, groups, request attributes), both dropped whenever a role or binding changes (the
+authorizer subscribes to the four RBAC resources).
 """
 from __future__ import annotations
 
@@ -131,11 +132,13 @@ class Authorizer:
     def __init__(self, api):
         self._source = StoreSource(api.store)
         self._cache: dict[tuple, tuple[list[tuple[dict, str]], list[str]]] = {}
+        self._decisions: dict[tuple, tuple[bool, str]] = {}
         for key in RBAC_KEYS:
             api.subscribe(key, self._invalidate)
 
     def _invalidate(self, *_args) -> None:
         self._cache.clear()
+        self._decisions.clear()
 
     def rules_for(self, user: users.UserInfo, namespace: str) -> tuple[list[tuple[dict, str]], list[str]]:
         key = (user.key, namespace)
@@ -150,6 +153,15 @@ class Authorizer:
         """(allowed, reason) as the union authorizer returns them."""
         if users.SYSTEM_MASTERS in user.groups:
             return True, ""
+        key = (user.key, attrs)
+        decision = self._decisions.get(key)
+        if decision is None:
+            if len(self._decisions) >= _CACHE_LIMIT:
+                self._decisions.clear()
+            decision = self._decisions[key] = self._decide(user, attrs)
+        return decision
+
+    def _decide(self, user: users.UserInfo, attrs: Attributes) -> tuple[bool, str]:
         rules, errors = self.rules_for(user, attrs.namespace)
         for rule, source in rules:
             if rule_allows(attrs, rule):

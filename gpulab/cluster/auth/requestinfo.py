@@ -37,8 +37,23 @@ def _field_selector_name(query) -> str:
     return ""
 
 
+_NAMED: dict[tuple[str, str], Attributes] = {}  # requests that name their object do not depend on the query
+
+
 def resolve(method: str, path: str, query) -> Attributes:
     """The request's attributes (``query`` is a mapping of the query string, multi-valued or not)."""
+    known = _NAMED.get((method, path))
+    if known is not None:
+        return known
+    attrs = _resolve(method, path, query)
+    if attrs.name and attrs.verb not in ("list", "watch"):
+        if len(_NAMED) >= 4096:
+            _NAMED.clear()
+        _NAMED[(method, path)] = attrs
+    return attrs
+
+
+def _resolve(method: str, path: str, query) -> Attributes:
     parts = [p for p in path.split("/") if p]
     plain = Attributes(verb=method.lower(), resource_request=False, path=path)
     if len(parts) < 3 or parts[0] not in ("api", "apis"):
