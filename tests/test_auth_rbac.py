@@ -224,3 +224,54 @@ def test_rbac_validation(kubectl, ns):
         'The RoleBinding "bad" is invalid: ',
         '* roleRef.apiGroup: Unsupported value: "wrong.example.com": supported values: "rbac.authorization.k8s.io"',
         '* subjects[0].kind: Unsupported value: "Robot": supported values: "ServiceAccount", "User", "Group"']
+
+
+# --- RBAC as charts and kubectl create it ------------------------------------------------------------------------
+BUNDLE = """
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: operator, namespace: rbac-a}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: operator-role}
+rules:
+- {apiGroups: [""], resources: [nodes], verbs: [get, list, watch]}
+- {apiGroups: [apps], resources: [daemonsets], verbs: ["*"]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: operator-binding}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: operator-role}
+subjects:
+- {kind: ServiceAccount, name: operator, namespace: rbac-a}
+"""
+
+
+def test_apply_a_charts_rbac_and_act_with_it(kubectl, ns):
+    assert "clusterrolebinding.rbac.authorization.k8s.io/operator-binding created" in kubectl(
+        "apply", "-f", "-", input=BUNDLE).stdout
+    as_operator = f"--as=system:serviceaccount:{ns}:operator"
+    assert kubectl("auth", "can-i", "list", "nodes", as_operator).stdout == "yes\n"
+    assert kubectl("auth", "can-i", "delete", "daemonsets.apps", "-A", as_operator).stdout == "yes\n"
+    assert kubectl("auth", "can-i", "delete", "nodes", as_operator, check=False).stdout == "no\n"
+    changed = BUNDLE.replace("verbs: [get, list, watch]", "verbs: [get, list, watch, patch]")
+    assert "clusterrole.rbac.authorization.k8s.io/operator-role configured" in kubectl(
+        "apply", "-f", "-", input=changed).stdout
+    assert kubectl("auth", "can-i", "patch", "nodes", as_operator).stdout == "yes\n"
+    kubectl("apply", "--server-side", "-f", "-", input=changed)
+    wide = kubectl("get", "clusterrolebinding", "operator-binding", "-o", "wide").stdout.splitlines()
+    assert wide[0].split() == ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"]
+    assert wide[1].split()[1] == "ClusterRole/operator-role" and wide[1].split()[-1] == f"{ns}/operator"
+
+
+def test_kubectl_create_bindings(kubectl, ns):
+    assert kubectl("create", "clusterrolebinding", "viewers", "--clusterrole=view", "--group=viewers").stdout == \
+        "clusterrolebinding.rbac.authorization.k8s.io/viewers created\n"
+    assert kubectl("auth", "can-i", "list", "pods", "-n", ns, "--as=anyone", "--as-group=viewers").stdout == "yes\n"
+    rows = kubectl("get", "rolebindings", "-n", ns).stdout.splitlines()
+    assert rows[0].split() == ["NAME", "ROLE", "AGE"]
+    assert kubectl("get", "roles", "-n", ns).stdout.splitlines()[0].split() == ["NAME", "CREATED", "AT"]
+    listed = kubectl("auth", "can-i", "--list", "-n", ns, "--as=anyone", "--as-group=viewers").stdout
+    assert any(line.split()[:1] == ["pods"] and line.endswith("[get list watch]")
+               for line in listed.splitlines())
