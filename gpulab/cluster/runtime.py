@@ -94,10 +94,18 @@ class Runtime:
                                     "targetPort": self.config.port}]}}, "default", manager="kube-apiserver")
         for i, spec in enumerate(self.config.nodes):
             self._ensure("nodes", node_object(spec, i), manager="kubelet")
-        for key, obj in bootstrap.policy():
-            if api.store.get(key, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]) is None:
-                self._ensure(key, obj)
+        self._seed_rbac(early=True)
         self.store.commit()
+
+    def _seed_rbac(self, *, early: bool) -> None:
+        """The bootstrap roles and bindings (:mod:`.auth.bootstrap`): before serving, those the admin's, anonymous
+        and every authenticated user's first requests need; the rest with the components, as kube-apiserver's
+        rbac/bootstrap-roles post-start hook fills them in after the server starts."""
+        for key, obj in bootstrap.policy():
+            meta = obj["metadata"]
+            if (meta["name"] in bootstrap.EARLY) == early and self.store.get(key, meta.get("namespace", ""),
+                                                                               meta["name"]) is None:
+                self._ensure(key, obj)
 
     def _ensure(self, key: str, obj: dict, manager: str = "kube-apiserver") -> None:
         try:
@@ -147,6 +155,7 @@ class Runtime:
         from . import components, systemaddons
         from .discovery import version_info
 
+        self._seed_rbac(early=False)
         systemaddons.install(self.api, self.config.cluster_name, version_info()["gitVersion"])
         self.store.commit()
 

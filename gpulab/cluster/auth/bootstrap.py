@@ -25,6 +25,10 @@ _RBAC_V1 = f"{GROUP}/v1"
 _BOOTSTRAP_LABELS = {"kubernetes.io/bootstrapping": "rbac-defaults"}
 _AUTOUPDATE = {"rbac.authorization.kubernetes.io/autoupdate": "true"}
 CONTROLLER_PREFIX = "system:controller:"
+# Roles and bindings a client's first request may need (the admin's, discovery, public info, self reviews):
+# seeded before the server answers, the rest right after.
+EARLY = frozenset({"cluster-admin", "kubeadm:cluster-admins", "system:discovery", "system:basic-user",
+                   "system:public-info-viewer"})
 
 
 def _split(text: str) -> list[str]:
