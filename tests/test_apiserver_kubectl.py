@@ -321,7 +321,8 @@ def test_get_all(kubectl):
     assert "service/kubernetes" in out
 
 
-def test_request_without_token_is_unauthorized(cluster):
+def test_request_without_token_is_anonymous(cluster):
+    """No token: the anonymous user, whom RBAC denies all but the public info paths (as on kind)."""
     import ssl
     import urllib.request
 
@@ -330,6 +331,6 @@ def test_request_without_token_is_unauthorized(cluster):
     ctx = ssl.create_default_context(cafile=str(cluster.home / "clusters" / cluster.name / "pki" / "ca.crt"))
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(server + "/api/v1/namespaces", context=ctx)
-    assert err.value.code == 401
+    assert err.value.code == 403
     body = json.loads(err.value.read())
-    assert body["reason"] == "Unauthorized" and body["code"] == 401
+    assert body["reason"] == "Forbidden" and body["code"] == 403

@@ -46,6 +46,8 @@ class Api:
         self.log_provider: Callable[[dict, str, dict], str] | None = None
         # The node agents' exec, attach, port-forward and HTTP side (kubelet/streaming.py), once they run.
         self.node_streams = None
+        # The ServiceAccount token signer (auth/tokens.py), set by the runtime: the node agent's projected tokens.
+        self.token_issuer = None
         self._subscribers: dict[str, list[Callable[[str, dict, dict | None], None]]] = {}
         self._event_index: dict[tuple, tuple[str, str]] = {}
         store.listen(self._dispatch)

@@ -8,6 +8,7 @@ plane's controllers, the scheduler, the node agent).
 from __future__ import annotations
 
 from .controllers.apiservices import APIServiceRegistrationController
+from .controllers.clusterrole_aggregation import ClusterRoleAggregationController
 from .controllers.cronjob import CronJobController
 from .controllers.daemonset import DaemonSetController
 from .controllers.deployment import DeploymentController
@@ -37,6 +38,7 @@ def build(api, config) -> list:
     return [
         NamespaceController(api),
         ServiceAccountController(api, config.pki.ca_cert.read_text()),
+        ClusterRoleAggregationController(api),
         GarbageCollector(api),
         DeploymentController(api),
         ReplicaSetController(api),

@@ -17,6 +17,11 @@ from typing import Callable
 from aiohttp import web
 
 from .api import Api
+from .auth import bootstrap
+from .auth.authenticator import Authenticator
+from .auth.filters import RequestAuth
+from .auth.rbac import Authorizer
+from .auth.tokens import TokenIssuer, load_signing_key
 from .errors import ApiError
 from .pki import ClusterPKI
 from .server.app import ApiServer
@@ -64,6 +69,7 @@ class Runtime:
         self.config = config
         self.store = Store(config.state_dir / "state.db")
         self.api = Api(self.store)
+        self.api.token_issuer = TokenIssuer(load_signing_key(config.pki.ca_cert.parent / "sa.key"))
         self.tasks: list[asyncio.Task] = []
         self._runner: web.AppRunner | None = None
         self._listener: Listener | None = None
@@ -89,7 +95,18 @@ class Runtime:
                                     "targetPort": self.config.port}]}}, "default", manager="kube-apiserver")
         for i, spec in enumerate(self.config.nodes):
             self._ensure("nodes", node_object(spec, i), manager="kubelet")
+        self._seed_rbac(early=True)
         self.store.commit()
+
+    def _seed_rbac(self, *, early: bool) -> None:
+        """The bootstrap roles and bindings (:mod:`.auth.bootstrap`): before serving, those the admin's, anonymous
+        and every authenticated user's first requests need; the rest with the components, as kube-apiserver's
+        rbac/bootstrap-roles post-start hook fills them in after the server starts."""
+        for key, obj in bootstrap.policy():
+            meta = obj["metadata"]
+            if (meta["name"] in bootstrap.EARLY) == early and self.store.get(key, meta.get("namespace", ""),
+                                                                               meta["name"]) is None:
+                self._ensure(key, obj)
 
     def _ensure(self, key: str, obj: dict, manager: str = "kube-apiserver") -> None:
         try:
@@ -124,7 +141,8 @@ class Runtime:
         self.tasks.append(asyncio.create_task(self._flush_loop(), name="flush"))
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ctx.load_cert_chain(str(self.config.pki.server_cert), str(self.config.pki.server_key))
-        server = ApiServer(self.api, self.config.pki.token)
+        authenticator = Authenticator(self.config.pki.token, self.api.token_issuer, self.store, self.api.clock)
+        server = ApiServer(self.api, RequestAuth(authenticator, Authorizer(self.api)))
         self._runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
         self._listener = Listener(self._runner, ctx, "127.0.0.1", self.config.port)
@@ -138,6 +156,7 @@ class Runtime:
         from . import components, systemaddons
         from .discovery import version_info
 
+        self._seed_rbac(early=False)
         systemaddons.install(self.api, self.config.cluster_name, version_info()["gitVersion"])
         self.store.commit()
 

@@ -29,6 +29,8 @@ from .csinodes import CSINodeStrategy
 from .csistoragecapacities import CSIStorageCapacityStrategy
 from .custom import CustomResourceStrategy
 from .customresourcedefinitions import CustomResourceDefinitionStrategy
+from .clusterrolebindings import ClusterRoleBindingStrategy
+from .clusterroles import ClusterRoleStrategy
 from .daemonsets import DaemonSetStrategy
 from .deployments import DeploymentStrategy
 from .endpoints import EndpointsStrategy
@@ -60,6 +62,9 @@ from .replicasets import ReplicaSetStrategy
 from .replicationcontrollers import ReplicationControllerStrategy
 from .resourcequotas import ResourceQuotaStrategy
 from .runtimeclasses import RuntimeClassStrategy
+from .reviews import AUTHENTICATION, AUTHORIZATION
+from .rolebindings import RoleBindingStrategy
+from .roles import RoleStrategy
 from .secrets import SecretStrategy
 from .serviceaccounts import ServiceAccountStrategy
 from .servicecidrs import ServiceCIDRStrategy
@@ -100,6 +105,10 @@ BUILTIN: tuple[Strategy, ...] = (
     CSIDriverStrategy(), CSINodeStrategy(), CSIStorageCapacityStrategy(), StorageClassStrategy(),
     VolumeAttachmentStrategy(), VolumeAttributesClassStrategy(),
     StorageVersionMigrationStrategy(),
+    # authentication.k8s.io/v1, authorization.k8s.io/v1
+    *AUTHENTICATION, *AUTHORIZATION,
+    # rbac.authorization.k8s.io/v1
+    ClusterRoleBindingStrategy(), ClusterRoleStrategy(), RoleBindingStrategy(), RoleStrategy(),
 )
 
 _BY_STORAGE_KEY = {s.resource.key: s for s in BUILTIN}

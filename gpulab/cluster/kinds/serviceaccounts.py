@@ -1,15 +1,18 @@
-"""ServiceAccounts: pkg/registry/core/serviceaccount/strategy.go."""
+"""ServiceAccounts: pkg/registry/core/serviceaccount/strategy.go; ``serviceaccounts/token`` (TokenRequest) is
+answered by :mod:`gpulab.cluster.auth.reviews`."""
 from __future__ import annotations
 
 from ..printers import Printer
 from ..printers import core as printers
 from ..registry import ResourceType
 from ..validation import core as validation
-from .strategy import Strategy
+from .strategy import Strategy, Subresource
 
 
 class ServiceAccountStrategy(Strategy):
-    resource = ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, short_names=("sa",))
+    resource = ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, short_names=("sa",),
+                            subresources=("token",))
+    subresources = {"token": Subresource(verbs=("create",), kind=("authentication.k8s.io", "v1", "TokenRequest"))}
     returns_deleted_object = True
     allow_create_on_update = True
     printer = Printer(printers.serviceaccount_columns, printers.serviceaccount_cells)

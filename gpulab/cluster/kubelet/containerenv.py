@@ -22,6 +22,7 @@ import posixpath
 
 from ...contract import ContainerAllocation
 from ..api import Api
+from ..auth.tokens import API_AUDIENCES, Binding
 from ..quantity import parse_quantity
 from .images import Image
 from .shell import FileSystem
@@ -247,22 +248,22 @@ def _items(data: dict[str, str], items: list | None, default_mode: int, kind: st
     return out
 
 
-def _service_account_token(pod: dict) -> str:
-    """A JWT-shaped, unsigned token with the claims a projected service account token carries."""
+def _service_account_token(api: Api, pod: dict, source: dict) -> str:
+    """The projected token the kubelet asks TokenRequest for: signed by the cluster, bound to the pod and its
+    node (pkg/kubelet/token; the signing is auth/tokens.py's)."""
     meta, spec = pod["metadata"], pod.get("spec") or {}
-    sa = spec.get("serviceAccountName") or "default"
-
-    def b64(doc: dict) -> str:
-        return base64.urlsafe_b64encode(json.dumps(doc, separators=(",", ":")).encode()).decode().rstrip("=")
-
-    claims = {"aud": [f"https://kubernetes.default.svc.{CLUSTER_DOMAIN}"],
-              "iss": f"https://kubernetes.default.svc.{CLUSTER_DOMAIN}",
-              "kubernetes.io": {"namespace": meta.get("namespace", "default"),
-                                "node": {"name": spec.get("nodeName", "")},
-                                "pod": {"name": meta["name"], "uid": meta["uid"]},
-                                "serviceaccount": {"name": sa}},
-              "sub": f"system:serviceaccount:{meta.get('namespace', 'default')}:{sa}"}
-    return f"{b64({'alg': 'RS256', 'kid': 'gpulab'})}.{b64(claims)}.gpulab-unsigned"
+    ns, sa_name = meta.get("namespace", "default"), spec.get("serviceAccountName") or "default"
+    sa = api.store.get("serviceaccounts", ns, sa_name)
+    if sa is None:
+        raise MountError(f'failed to fetch token: serviceaccounts "{sa_name}" not found')
+    node_name = spec.get("nodeName") or ""
+    node = api.store.get("nodes", "", node_name) if node_name else None
+    binding = Binding("Pod", meta["name"], meta["uid"], node_name, node["metadata"]["uid"] if node else "")
+    audiences = (source["audience"],) if source.get("audience") else API_AUDIENCES
+    token, _ = api.token_issuer.issue(ns, sa_name, sa["metadata"]["uid"], now=api.clock(),
+                                      expiration=int(source.get("expirationSeconds") or 3600),
+                                      audiences=audiences, binding=binding)
+    return token
 
 
 def volume_files(api: Api, pod: dict, *, host_ip: str, pod_ip: str) -> dict[str, dict[str, tuple[str, int]]]:
@@ -297,7 +298,8 @@ def volume_files(api: Api, pod: dict, *, host_ip: str, pod_ip: str) -> dict[str,
             elif vol.get("projected"):
                 for source in vol["projected"].get("sources") or ():
                     if source.get("serviceAccountToken"):
-                        files[source["serviceAccountToken"].get("path", "token")] = (_service_account_token(pod), mode)
+                        token = source["serviceAccountToken"]
+                        files[token.get("path", "token")] = (_service_account_token(api, pod, token), mode)
                     elif source.get("configMap"):
                         src = source["configMap"]
                         data = source_data("ConfigMap", src.get("name", ""), bool(src.get("optional")), name)

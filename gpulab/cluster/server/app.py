@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
-import hmac
 import logging
 import time
 import traceback
@@ -20,7 +19,10 @@ from aiohttp import web
 
 from .. import discovery, jsonio, openapi, openapi_v2_proto
 from ..api import Api
-from ..errors import ApiError, bad_request, internal, method_not_allowed, unauthorized
+from ..auth.filters import RequestAuth
+from ..auth.reviews import Reviews
+from ..errors import ApiError, bad_request, internal, method_not_allowed
+from ..kinds.reviews import REVIEW_KEYS
 from ..registry import ResourceType
 from ..selectors import matches_fields, matches_labels, parse_label_selector
 from . import bodies, connect, health, negotiation, params, paths, protobuf, status, versions, watch
@@ -28,7 +30,6 @@ from . import bodies, connect, health, negotiation, params, paths, protobuf, sta
 log = logging.getLogger("gpulab.apiserver")
 
 JSON = "application/json"
-_PUBLIC_PATHS = {"/healthz", "/livez", "/readyz", "/version"}
 _AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
 
@@ -44,9 +45,10 @@ def _status_response(err: ApiError) -> web.Response:
 class ApiServer:
     """Builds the aiohttp application for one cluster."""
 
-    def __init__(self, api: Api, token: str):
+    def __init__(self, api: Api, auth: RequestAuth):
         self.api = api
-        self._token = token.encode()
+        self.auth = auth
+        self.reviews = Reviews(auth, api)
         self._openapi_cache: dict = {}
 
     # --- application ------------------------------------------------------
@@ -56,19 +58,11 @@ class ApiServer:
         app.on_response_prepare.append(_add_deprecation_warning)
         return app
 
-    def _authenticated(self, request: web.Request) -> bool:
-        """The bearer token authenticator (apiserver/pkg/authentication/request/bearertoken): the scheme in
-        any case, the token compared in constant time."""
-        parts = request.headers.get("Authorization", "").strip().split(" ", 2)
-        if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
-            return False
-        return hmac.compare_digest(parts[1].encode(), self._token)
-
     @web.middleware
     async def _middleware(self, request: web.Request, handler):
-        if request.path not in _PUBLIC_PATHS and not self._authenticated(request):
-            return _status_response(unauthorized())
         try:
+            # authentication, impersonation and authorization (auth/filters.py): 401 or 403 before any handler
+            self.auth.admit(request.method, request.path, request.headers, request.query)
             resp = await handler(request)
         except ApiError as err:
             resp = _status_response(err)
@@ -184,6 +178,10 @@ class ApiServer:
             raw = await bodies.read(request)
             dry_run, _, field_validation = params.write_options(q, "CreateOptions")
             body, raw = self._decode(request, t, raw)
+            if t.rt.key in REVIEW_KEYS:
+                return _json_response(self.reviews.serve(t.rt.key, body, t.namespace), 201)
+            if t.subresource == "token":
+                return _json_response(self.reviews.token_request(t.namespace, t.name, body), 201)
             if t.subresource == "binding":
                 node = ((body or {}).get("target") or {}).get("name")
                 if not node:

@@ -1,0 +1,32 @@
+"""ClusterRoleBindings: pkg/registry/rbac/clusterrolebinding/strategy.go, behind the escalation check of
+clusterrolebinding/policybased/storage.go (``bind`` on the cluster role, or holding its rules)."""
+from __future__ import annotations
+
+from ..auth import escalation
+from ..defaults import rbac as defaults
+from ..printers import Printer
+from ..printers import rbac as printers
+from ..registry import ResourceType
+from ..validation import rbac as validation
+from .strategy import Context, Strategy
+
+
+class ClusterRoleBindingStrategy(Strategy):
+    resource = ResourceType("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False)
+    allow_create_on_update = True
+    printer = Printer(printers.clusterrolebinding_columns, printers.binding_cells)
+
+    def default(self, obj: dict) -> None:
+        defaults.default_binding(obj)
+
+    def admit_create(self, obj: dict, ctx: Context) -> None:
+        escalation.check_binding("clusterrolebindings", obj, ctx)
+
+    def admit_update(self, obj: dict, ctx: Context) -> None:
+        escalation.check_binding("clusterrolebindings", obj, ctx)
+
+    def validate(self, obj: dict) -> list:
+        return validation.validate_cluster_role_binding(obj)
+
+    def validate_update(self, new: dict, old: dict, subresource: str | None = None) -> list:
+        return validation.validate_binding_update(new, old, validation.validate_cluster_role_binding)
