@@ -22,6 +22,7 @@ from .custom import CustomResourceStrategy
 from .customresourcedefinitions import CustomResourceDefinitionStrategy
 from .daemonsets import DaemonSetStrategy
 from .deployments import DeploymentStrategy
+from .deviceclasses import DeviceClassStrategy
 from .events import EventStrategy
 from .jobs import JobStrategy
 from .leases import LeaseStrategy
@@ -31,6 +32,9 @@ from .poddisruptionbudgets import PodDisruptionBudgetStrategy
 from .pods import PodStrategy
 from .priorityclasses import PriorityClassStrategy
 from .replicasets import ReplicaSetStrategy
+from .resourceclaims import ResourceClaimStrategy
+from .resourceclaimtemplates import ResourceClaimTemplateStrategy
+from .resourceslices import ResourceSliceStrategy
 from .secrets import SecretStrategy
 from .serviceaccounts import ServiceAccountStrategy
 from .services import ServiceStrategy
@@ -44,6 +48,7 @@ BUILTIN: tuple[Strategy, ...] = (
     ServiceAccountStrategy(), ServiceStrategy(), DaemonSetStrategy(), DeploymentStrategy(), ReplicaSetStrategy(),
     ControllerRevisionStrategy(), JobStrategy(), LeaseStrategy(), PodDisruptionBudgetStrategy(),
     PriorityClassStrategy(), CustomResourceDefinitionStrategy(),
+    DeviceClassStrategy(), ResourceClaimStrategy(), ResourceClaimTemplateStrategy(), ResourceSliceStrategy(),
 )
 
 _BY_STORAGE_KEY = {s.resource.key: s for s in BUILTIN}
