@@ -16,6 +16,7 @@ from .controllers.namespace import NamespaceController
 from .controllers.node_lifecycle import NodeLifecycleController
 from .controllers.podgc import PodGCController
 from .controllers.replicaset import ReplicaSetController
+from .controllers.resourceclaim import ResourceClaimController
 from .controllers.serviceaccount import ServiceAccountController
 from .controllers.taint_eviction import TaintEvictionController
 from .controllers.ttlafterfinished import TTLAfterFinishedController
@@ -37,6 +38,7 @@ def build(api, config) -> list:
         NodeLifecycleController(api),
         TaintEvictionController(api),
         PodGCController(api),
+        ResourceClaimController(api),
         Scheduler(api),
         Kubelet(api),
     ]

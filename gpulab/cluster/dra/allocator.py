@@ -23,11 +23,12 @@ is what learners see as "Pending".
 """
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Iterable
 
-from ..quantity import parse_quantity
+from ..quantity import DECIMAL_SI, format_quantity, parse, parse_quantity
 from ..scheduler.nodeselectors import term_matches
 from . import selectors
 
@@ -237,6 +238,7 @@ class Allocator:
     def __init__(self, inventory: Inventory, classes: dict[str, dict], in_use: InUse, claims: list[dict]):
         self.inventory, self.classes, self.claims = inventory, classes, claims
         self.base_in_use = in_use
+        self.formats: dict[str, str] = {}  # the format a consumed capacity was asked in (for its result)
         self._counters_used_cache: dict[tuple[str, str], dict[str, dict[str, Fraction]]] = {}
 
     # --- counters -----------------------------------------------------------
@@ -258,7 +260,8 @@ class Allocator:
         """One AllocationResult per claim, or None when the claims do not fit this node."""
         self.node = node
         self.candidates = self.inventory.on_node(node)
-        self.in_use = self.base_in_use.copy()
+        self.taken: set[DeviceID] = set()
+        self.consumed_extra: dict[DeviceID, dict[str, Fraction]] = {}
         self.counters_extra: dict[tuple[str, str], dict[str, dict[str, Fraction]]] = {}
         self.picks: list[_Pick] = []
         self.steps = 0
@@ -310,14 +313,15 @@ class Allocator:
         return False
 
     def _take_all(self, alt: _Alternative, matching: list[DeviceRef]) -> bool:
-        pool_ids = {(r.driver, r.pool) for r in matching}
+        """``All``: every device the selectors accept (at least one), which fails when one of them is in use."""
         claim = self.claims[alt.claim_index]["metadata"]
-        for pool_id in sorted(pool_ids):
+        for pool_id in sorted({(r.driver, r.pool) for r in self.candidates}):
             pool = self.inventory.pools[pool_id]
-            if pool.incomplete:
+            state = "being updated" if pool.incomplete else "invalid" if pool.invalid else ""
+            if state:
                 raise AllocationError(f"claim {claim.get('namespace')}/{claim['name']}, request {alt.request}: asks "
                                       f"for all devices, but resource pool {pool.driver}/{pool.name} is currently "
-                                      f"being updated")
+                                      f"{state}")
         if not matching:
             return False
         for ref in matching:
@@ -330,6 +334,12 @@ class Allocator:
     def _drop_alt(self, alt: _Alternative) -> None:
         while self.picks and self.picks[-1].alt is alt:
             self._release()
+
+    def _held(self, device_id: DeviceID) -> bool:
+        """In use by an allocated claim or by an earlier pick of this allocation (exclusively or shared)."""
+        base = self.base_in_use
+        return device_id in base.devices or device_id in base.consumed or device_id in self.taken \
+            or device_id in self.consumed_extra
 
     # --- which devices ----------------------------------------------------------
     def _matching(self, alt: _Alternative) -> list[DeviceRef]:
@@ -377,7 +387,7 @@ class Allocator:
                 consumed = self._capacity_fits(ref, alt)
                 if consumed is None:
                     return None
-            elif ref.id in self.in_use.devices or ref.id in self.in_use.consumed:
+            elif self._held(ref.id):
                 return None
             if not self._counters_fit(ref):
                 return None
@@ -387,25 +397,28 @@ class Allocator:
 
     def _capacity_fits(self, ref: DeviceRef, alt: _Alternative) -> dict[str, Fraction] | None:
         """Consumable capacity: what this request takes of a shareable device, if it still fits."""
-        if ref.id in self.in_use.devices:
+        if ref.id in self.base_in_use.devices or ref.id in self.taken:
             return None
         wanted = (alt.spec.get("capacity") or {}).get("requests") or {}
-        used = self.in_use.consumed.get(ref.id, {})
+        base, extra = self.base_in_use.consumed.get(ref.id, {}), self.consumed_extra.get(ref.id, {})
+        used = {name: base.get(name, 0) + extra.get(name, 0) for name in set(base) | set(extra)}
         out: dict[str, Fraction] = {}
         for name, cap in (ref.device.get("capacity") or {}).items():
             total = parse_quantity(str((cap or {}).get("value", "0")))
             policy = (cap or {}).get("requestPolicy")
             if name in wanted:
-                amount = parse_quantity(str(wanted[name]))
+                text = str(wanted[name])
             elif policy is not None and policy.get("default") is not None:
-                amount = parse_quantity(str(policy["default"]))
+                text = str(policy["default"])
             elif policy is not None:
-                amount = total
+                text = str(cap["value"])
             else:
                 continue
+            amount = parse_quantity(text)
             if used.get(name, 0) + amount > total:
                 return None
             out[name] = amount
+            self.formats[name] = parse(text).format
         for name in wanted:
             if name not in (ref.device.get("capacity") or {}):
                 return None
@@ -456,11 +469,11 @@ class Allocator:
         if pick.alt.spec.get("adminAccess"):
             return
         if pick.consumed is not None:
-            used = self.in_use.consumed.setdefault(pick.ref.id, {})
+            used = self.consumed_extra.setdefault(pick.ref.id, {})
             for name, amount in pick.consumed.items():
                 used[name] = used.get(name, 0) + amount
         else:
-            self.in_use.devices.add(pick.ref.id)
+            self.taken.add(pick.ref.id)
         _consume(self.counters_extra.setdefault((pick.ref.driver, pick.ref.pool), {}), pick.ref, 1)
 
     def _release(self) -> None:
@@ -468,11 +481,11 @@ class Allocator:
         if pick.alt.spec.get("adminAccess"):
             return
         if pick.consumed is not None:
-            used = self.in_use.consumed[pick.ref.id]
+            used = self.consumed_extra[pick.ref.id]
             for name, amount in pick.consumed.items():
                 used[name] -= amount
         else:
-            self.in_use.devices.discard(pick.ref.id)
+            self.taken.discard(pick.ref.id)
         _consume(self.counters_extra[(pick.ref.driver, pick.ref.pool)], pick.ref, -1)
 
     # --- the results --------------------------------------------------------------
@@ -489,8 +502,8 @@ class Allocator:
                 if p.alt.spec.get("tolerations"):
                     result["tolerations"] = list(p.alt.spec["tolerations"])
                 if p.consumed is not None:
-                    from ..quantity import format_quantity  # noqa: PLC0415
-                    result["consumedCapacity"] = {k: format_quantity(v) for k, v in p.consumed.items()}
+                    result["consumedCapacity"] = {k: format_quantity(v, self.formats.get(k, DECIMAL_SI))
+                                                  for k, v in p.consumed.items()}
                     result["shareID"] = _share_id(claim, p)
                 results.append(result)
                 class_name = p.alt.spec.get("deviceClassName", "")
@@ -509,25 +522,23 @@ class Allocator:
             if results and node_local:
                 allocation["nodeSelector"] = {"nodeSelectorTerms": [{"matchFields": [
                     {"key": "metadata.name", "operator": "In", "values": [node["metadata"]["name"]]}]}]}
-            elif results:
-                allocation["nodeSelector"] = _shared_selector(node, picks)
+            elif results and (selector := _shared_selector(node, picks)) is not None:
+                allocation["nodeSelector"] = selector
             out.append(allocation)
         return out
 
 
 def _share_id(claim: dict, pick: _Pick) -> str:
-    """A stable identifier of one share of a multi-allocatable device: derived from the claim's uid."""
-    uid = (claim.get("metadata") or {}).get("uid") or ""
-    return (uid.replace("-", "")[:8] or "00000000") + f"-{pick.alt.request.replace('/', '-')}"
+    """A fresh identifier of one share of a multi-allocatable device (a UID, as the scheduler generates)."""
+    return str(uuid.uuid4())
 
 
 def _shared_selector(node: dict, picks: list[_Pick]) -> dict | None:
-    """A claim with a network-attached device: the node selector of that device's slice (or the node)."""
+    """A claim with network-attached devices: their slice's node selector; None when all are on every node."""
     for p in picks:
         if p.ref.node_selector is not None:
             return p.ref.node_selector
-    return {"nodeSelectorTerms": [{"matchFields": [
-        {"key": "metadata.name", "operator": "In", "values": [node["metadata"]["name"]]}]}]}
+    return None
 
 
 def _consume(used: dict[str, dict[str, Fraction]], ref: DeviceRef, sign: int) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from .diagnosis import Diagnosis
 from .interface import NODE, RESOURCES, SETS, TAINTS, CycleState
 from .podinfo import PodInfo
+from .runtime import check_filter_status
 
 
 class Cell:
@@ -169,7 +170,7 @@ class Search:
             if key in memo:
                 status = memo[key]
             else:
-                status = memo[key] = plugin.filter(state, pod, cell.node(cache))
+                status = memo[key] = check_filter_status(plugin.filter(state, pod, cell.node(cache)), plugin.NAME)
             if status is None:
                 survivors.append(cell)
             else:
@@ -180,7 +181,7 @@ class Search:
         passing: set[str] = set()
         rejected: dict = {}
         for name in cell.names:
-            status = plugin.filter(self.state, self.pod, self.cache.nodes[name])
+            status = check_filter_status(plugin.filter(self.state, self.pod, self.cache.nodes[name]), plugin.NAME)
             if status is None:
                 passing.add(name)
             else:
