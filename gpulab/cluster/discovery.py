@@ -141,7 +141,9 @@ _BUILTIN_PRIORITIES: dict[tuple[str, str], tuple[int, int]] = {
     ("policy", "v1"): (17100, 15),
     ("apiextensions.k8s.io", "v1"): (16700, 15),
     ("scheduling.k8s.io", "v1"): (16600, 15),
+    ("scheduling.k8s.io", "v1beta1"): (16600, 12),
     ("coordination.k8s.io", "v1"): (16500, 15),
+    ("resource.k8s.io", "v1"): (16200, 21),
 }
 _CRD_PRIORITY = (1000, 100)
 

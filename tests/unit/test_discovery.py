@@ -52,7 +52,7 @@ def test_api_group_list_orders_groups_by_apiservice_priority(registry):
     assert (doc["kind"], doc["apiVersion"]) == ("APIGroupList", "v1")
     assert [g["name"] for g in doc["groups"]] == [
         "apps", "events.k8s.io", "batch", "policy", "apiextensions.k8s.io", "scheduling.k8s.io",
-        "coordination.k8s.io"]
+        "coordination.k8s.io", "resource.k8s.io"]
     assert doc["groups"][0] == {"name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
                                 "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}
 

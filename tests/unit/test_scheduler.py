@@ -115,7 +115,7 @@ def test_affinity_and_taint_failures_are_counted_per_node():
     c.pod("infer-worker", gpus=1, nodeSelector={"gpulab.dev/gpu": "true"})
     c.run()
     expected = ("0/4 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 3 node(s) had "
-                "untolerated taint(s). no new claims to deallocate, preemption: 0/4 nodes are available: "
+                "untolerated taint(s). preemption: 0/4 nodes are available: "
                 f"4 {NOT_HELPFUL}.")
     assert c.message("infer-worker") == expected
     (event,) = c.events("infer-worker")
@@ -134,8 +134,8 @@ def test_full_gpus_have_no_victims_and_the_rest_cannot_help():
     c.run()
     assert (c.node_of("trainer-a"), c.node_of("trainer-b")) == ("gpulab-worker2", "gpulab-worker3")
     assert c.message("late") == (
-        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient nvidia.com/gpu. no new claims "
-        "to deallocate, preemption: 0/4 nodes are available: 2 No preemption victims found for incoming pod, "
+        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient nvidia.com/gpu. "
+        "preemption: 0/4 nodes are available: 2 No preemption victims found for incoming pod, "
         f"2 {NOT_HELPFUL}.")
 
 
@@ -190,7 +190,7 @@ def test_label_taint_and_cordon_changes_requeue_pods():
     # Filters stop at the first failure: the control plane's taint, then the cordon, then the selector.
     assert c.message("cordoned") == (
         "0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) "
-        f"didn't match Pod's node affinity/selector. no new claims to deallocate, preemption: 0/4 nodes are "
+        f"didn't match Pod's node affinity/selector. preemption: 0/4 nodes are "
         f"available: 4 {NOT_HELPFUL}.")
     c.api.patch("nodes", "gpulab-worker3", {"spec": {"unschedulable": None}}, "merge")
     c.run()
@@ -254,8 +254,8 @@ def test_preemption_evicts_lower_priority_pods_and_nominates_the_node():
     c.clock.advance(331)
     c.run()
     assert c.condition("serving")["message"] == (
-        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient nvidia.com/gpu. no new claims "
-        "to deallocate, preemption: not eligible due to a terminating pod on the nominated node.")
+        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient nvidia.com/gpu. "
+        "preemption: not eligible due to a terminating pod on the nominated node.")
     assert len(c.events("serving", "FailedScheduling")) == 2 and len(c.events("batch-a", "Preempted")) == 1
     c.finish("batch-a")
     c.run()
@@ -272,7 +272,7 @@ def test_preemption_policy_never():
     c.pod("polite", gpus=1, priorityClassName="polite")
     c.run()
     assert c.message("polite") == ("0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient "
-                                   "nvidia.com/gpu. no new claims to deallocate, preemption: not eligible due to "
+                                   "nvidia.com/gpu. preemption: not eligible due to "
                                    "preemptionPolicy=Never.")
     assert c.get("hog")["metadata"].get("deletionTimestamp") is None
 

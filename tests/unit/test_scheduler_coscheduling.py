@@ -73,7 +73,7 @@ def test_prefilter_waits_for_min_member_pods():
     c.run()
     assert c.message("pause-0") == (
         "0/4 nodes are available: pre-filter pod pause-0 cannot find enough sibling pods, current pods number: 2, "
-        f"minMember of group: 3. no new claims to deallocate, preemption: 0/4 nodes are available: 4 {NOT_HELPFUL}., "
+        f"minMember of group: 3. preemption: 0/4 nodes are available: 4 {NOT_HELPFUL}., "
         "PodGroup default/pg1 gets rejected due to Pod pause-0 is unschedulable even after PostFilter")
     assert c.events("pause-0")[0]["source"]["component"] == SECOND
     c.pod("pause-2", scheduler=SECOND, labels={LABEL: "pg1"})  # a new pod requeues the group
@@ -92,8 +92,8 @@ def test_gangs_are_placed_all_or_nothing():
     assert [c.node_of(f"a-{i}") for i in range(4)] == ["gpulab-worker2"] * 4
     assert [c.node_of(f"b-{i}") for i in range(4)] == [None] * 4
     assert c.message("b-0") == (
-        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient nvidia.com/gpu. no new claims "
-        "to deallocate, preemption: 0/4 nodes are available: 1 No preemption victims found for incoming pod, "
+        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient nvidia.com/gpu. "
+        "preemption: 0/4 nodes are available: 1 No preemption victims found for incoming pod, "
         f"3 {NOT_HELPFUL}., PodGroup default/b gets rejected due to Pod b-0 is unschedulable even after PostFilter")
 
 
