@@ -155,7 +155,7 @@ def test_aggregated_groups_order_and_crd_response_kinds(registry):
     doc = discovery.aggregated_discovery(registry, legacy=False)
     names = [item["metadata"]["name"] for item in doc["items"]]
     assert names == ["apps", "events.k8s.io", "batch", "policy", "apiextensions.k8s.io", "scheduling.k8s.io",
-                     "coordination.k8s.io", "nvidia.com"]
+                     "coordination.k8s.io", "resource.k8s.io", "nvidia.com"]
     [policy] = doc["items"][-1]["versions"][0]["resources"]
     assert policy == {
         "resource": "clusterpolicies",
