@@ -12,7 +12,7 @@ version of their CRD. Adding a kind: docs/architecture.md.
 """
 from __future__ import annotations
 
-from .. import printers
+from .. import features, printers
 from ..errors import FieldError
 from ..registry import Registry, ResourceType
 from . import strategy as generic
@@ -29,6 +29,7 @@ from .leases import LeaseStrategy
 from .namespaces import NamespaceStrategy
 from .nodes import NodeStrategy
 from .poddisruptionbudgets import PodDisruptionBudgetStrategy
+from .podgroups import PodGroupStrategy
 from .pods import PodStrategy
 from .priorityclasses import PriorityClassStrategy
 from .replicasets import ReplicaSetStrategy
@@ -39,6 +40,7 @@ from .secrets import SecretStrategy
 from .serviceaccounts import ServiceAccountStrategy
 from .services import ServiceStrategy
 from .strategy import Strategy
+from .workloads import WorkloadStrategy
 
 __all__ = ["BUILTIN", "Strategy", "builtin_registry", "builtin_types", "strategy_for", "table", "validate_create",
            "validate_update"]
@@ -49,6 +51,7 @@ BUILTIN: tuple[Strategy, ...] = (
     ControllerRevisionStrategy(), JobStrategy(), LeaseStrategy(), PodDisruptionBudgetStrategy(),
     PriorityClassStrategy(), CustomResourceDefinitionStrategy(),
     DeviceClassStrategy(), ResourceClaimStrategy(), ResourceClaimTemplateStrategy(), ResourceSliceStrategy(),
+    WorkloadStrategy(), PodGroupStrategy(),
 )
 
 _BY_STORAGE_KEY = {s.resource.key: s for s in BUILTIN}
@@ -56,7 +59,8 @@ _BY_STORAGE_KEY = {s.resource.key: s for s in BUILTIN}
 
 def builtin_types() -> tuple[ResourceType, ...]:
     """The built-in resources, each kind's own followed by its aliases (events.k8s.io/v1 events)."""
-    return tuple(rt for s in BUILTIN for rt in (s.resource, *s.aliases))
+    return tuple(rt for s in BUILTIN if s.feature_gate is None or features.enabled(s.feature_gate)
+                 for rt in (s.resource, *s.aliases))
 
 
 def builtin_registry() -> Registry:

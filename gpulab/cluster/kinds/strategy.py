@@ -97,6 +97,8 @@ class Strategy:
     status_reset_fields: tuple[Path, ...] = (("spec",),)
     #: Metadata a status write takes from the request; the rest comes from the stored object.
     status_request_metadata: tuple[str, ...] = ("labels", "annotations")
+    #: The feature gate (gpulab.cluster.features) without which the kind is not served (a beta API off by default).
+    feature_gate: str | None = None
 
     @property
     def has_status(self) -> bool:

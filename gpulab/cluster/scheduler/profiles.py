@@ -26,6 +26,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("NodeResourcesFit", 1),
     ("DynamicResources", 0),
     ("DefaultPreemption", 0),
+    ("GangScheduling", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("DefaultBinder", 0),
 )
