@@ -99,6 +99,15 @@ class ContainerAllocation:
     response: ContainerAllocateResponse = field(default_factory=ContainerAllocateResponse)
     programs: dict[str, dict[str, str]] = field(default_factory=dict)
 
+    def merged(self, other: ContainerAllocation) -> ContainerAllocation:
+        """Both answers for one container (a device plugin's and its DRA drivers'), the later one winning ties."""
+        a, b = self.response, other.response
+        return ContainerAllocation(
+            {**self.devices, **other.devices},
+            ContainerAllocateResponse({**a.envs, **b.envs}, a.mounts + b.mounts, a.devices + b.devices,
+                                      {**a.annotations, **b.annotations}, a.cdi_devices + b.cdi_devices),
+            {**self.programs, **other.programs})
+
 
 @dataclass(frozen=True)
 class Allocation:
@@ -142,13 +151,14 @@ def parse_allocation(raw: str) -> Allocation:
     """The answer in a pod's annotation; one that cannot be read is an :class:`Allocation` with that error."""
     try:
         doc = json.loads(raw)
-        return Allocation({name: _container(c) for name, c in (doc.get("containers") or {}).items()},
+        return Allocation({name: parse_container_allocation(c) for name, c in (doc.get("containers") or {}).items()},
                           doc.get("error") or None)
     except (ValueError, AttributeError, TypeError, KeyError) as exc:
         return Allocation({}, f"invalid {ALLOCATION_ANNOTATION} annotation: {exc}")
 
 
-def _container(doc: dict) -> ContainerAllocation:
+def parse_container_allocation(doc: dict) -> ContainerAllocation:
+    """One container's answer (``devices``, ``response``, ``programs``) from its JSON document."""
     r = doc.get("response") or {}
     response = ContainerAllocateResponse(
         envs={k: str(v) for k, v in (r.get("envs") or {}).items()},

@@ -25,6 +25,7 @@ from .controllers.podgc import PodGCController
 from .controllers.replicaset import ReplicaSetController
 from .controllers.replicationcontroller import ReplicationControllerManager
 from .controllers.resourcequota import ResourceQuotaController
+from .controllers.resourceclaim import ResourceClaimController
 from .controllers.serviceaccount import ServiceAccountController
 from .controllers.statefulset import StatefulSetController
 from .controllers.taint_eviction import TaintEvictionController
@@ -58,6 +59,7 @@ def build(api, config) -> list:
         LocalPathProvisioner(api),
         ResourceQuotaController(api),
         APIServiceRegistrationController(api),
+        ResourceClaimController(api),
         Scheduler(api, config.cluster_name),
         Kubelet(api, catalog=load_catalog(*config.images())),
     ]

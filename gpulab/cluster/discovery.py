@@ -152,9 +152,11 @@ _BUILTIN_PRIORITIES: dict[tuple[str, str], tuple[int, int]] = {
     ("apiextensions.k8s.io", "v1"): (16700, 15),
     ("admissionregistration.k8s.io", "v1"): (16700, 15),
     ("scheduling.k8s.io", "v1"): (16600, 15),
+    ("scheduling.k8s.io", "v1beta1"): (16600, 12),
     ("coordination.k8s.io", "v1"): (16500, 15),
     ("node.k8s.io", "v1"): (16300, 15),
     ("discovery.k8s.io", "v1"): (16200, 15),
+    ("resource.k8s.io", "v1"): (16200, 21),
     ("flowcontrol.apiserver.k8s.io", "v1"): (16100, 21),
     ("storagemigration.k8s.io", "v1"): (15800, 15),
 }

@@ -54,7 +54,7 @@ def test_api_group_list_orders_groups_by_apiservice_priority(registry):
         "apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
         "autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io", "policy", "rbac.authorization.k8s.io",
         "storage.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io",
-        "coordination.k8s.io", "node.k8s.io", "discovery.k8s.io", "flowcontrol.apiserver.k8s.io",
+        "coordination.k8s.io", "node.k8s.io", "discovery.k8s.io", "resource.k8s.io", "flowcontrol.apiserver.k8s.io",
         "storagemigration.k8s.io"]
     assert doc["groups"][1] == {"name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
                                 "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}
@@ -163,7 +163,7 @@ def test_aggregated_groups_order_and_crd_response_kinds(registry):
                      "authorization.k8s.io", "autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io",
                      "policy", "rbac.authorization.k8s.io", "storage.k8s.io", "admissionregistration.k8s.io",
                      "apiextensions.k8s.io", "scheduling.k8s.io", "coordination.k8s.io", "node.k8s.io",
-                     "discovery.k8s.io", "flowcontrol.apiserver.k8s.io", "storagemigration.k8s.io", "nvidia.com"]
+                     "discovery.k8s.io", "resource.k8s.io", "flowcontrol.apiserver.k8s.io", "storagemigration.k8s.io", "nvidia.com"]
     [policy] = doc["items"][-1]["versions"][0]["resources"]
     assert policy == {
         "resource": "clusterpolicies",

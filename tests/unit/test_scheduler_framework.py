@@ -48,7 +48,8 @@ def test_a_new_plugin_is_one_class_and_one_profile_line(plugin):
     c.pod("first", scheduler="rack-scheduler")
     c.run()
     assert c.message("first") == (
-        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 node(s) had no rack. preemption: 0/4 nodes are available: 1 Preemption is not helpful for scheduling, 3 No "
+        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 node(s) had no rack. "
+        "preemption: 0/4 nodes are available: 1 Preemption is not helpful for scheduling, 3 No "
         "preemption victims found for incoming pod.")
     for node, rack in (("gpulab-worker", "a"), ("gpulab-worker3", "b")):
         c.api.patch("nodes", node, {"metadata": {"labels": {RACK: rack}}}, "merge")

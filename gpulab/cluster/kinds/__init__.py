@@ -12,7 +12,7 @@ version of their CRD. Adding a kind: docs/architecture.md.
 """
 from __future__ import annotations
 
-from .. import printers
+from .. import features, printers
 from ..errors import FieldError
 from ..registry import Registry, ResourceType
 from . import strategy as generic
@@ -35,6 +35,7 @@ from .daemonsets import DaemonSetStrategy
 from .deployments import DeploymentStrategy
 from .endpoints import EndpointsStrategy
 from .endpointslices import EndpointSliceStrategy
+from .deviceclasses import DeviceClassStrategy
 from .events import EventStrategy
 from .flowschemas import FlowSchemaStrategy
 from .horizontalpodautoscalers import HorizontalPodAutoscalerStrategy
@@ -54,17 +55,21 @@ from .persistentvolumeclaims import PersistentVolumeClaimStrategy
 from .persistentvolumes import PersistentVolumeStrategy
 from .podcertificaterequests import PodCertificateRequestStrategy
 from .poddisruptionbudgets import PodDisruptionBudgetStrategy
+from .podgroups import PodGroupStrategy
 from .pods import PodStrategy
 from .podtemplates import PodTemplateStrategy
 from .priorityclasses import PriorityClassStrategy
 from .prioritylevelconfigurations import PriorityLevelConfigurationStrategy
 from .replicasets import ReplicaSetStrategy
 from .replicationcontrollers import ReplicationControllerStrategy
+from .resourceclaims import ResourceClaimStrategy
+from .resourceclaimtemplates import ResourceClaimTemplateStrategy
 from .resourcequotas import ResourceQuotaStrategy
-from .runtimeclasses import RuntimeClassStrategy
+from .resourceslices import ResourceSliceStrategy
 from .reviews import AUTHENTICATION, AUTHORIZATION
 from .rolebindings import RoleBindingStrategy
 from .roles import RoleStrategy
+from .runtimeclasses import RuntimeClassStrategy
 from .secrets import SecretStrategy
 from .serviceaccounts import ServiceAccountStrategy
 from .servicecidrs import ServiceCIDRStrategy
@@ -78,6 +83,7 @@ from .validatingwebhookconfigurations import ValidatingWebhookConfigurationStrat
 from .volumeattachments import VolumeAttachmentStrategy
 from .volumeattributesclasses import VolumeAttributesClassStrategy
 from .strategy import Strategy
+from .workloads import WorkloadStrategy
 
 __all__ = ["BUILTIN", "Strategy", "builtin_registry", "builtin_types", "strategy_for", "table", "validate_create",
            "validate_update"]
@@ -109,6 +115,10 @@ BUILTIN: tuple[Strategy, ...] = (
     *AUTHENTICATION, *AUTHORIZATION,
     # rbac.authorization.k8s.io/v1
     ClusterRoleBindingStrategy(), ClusterRoleStrategy(), RoleBindingStrategy(), RoleStrategy(),
+    # resource.k8s.io/v1
+    DeviceClassStrategy(), ResourceClaimStrategy(), ResourceClaimTemplateStrategy(), ResourceSliceStrategy(),
+    # scheduling.k8s.io/v1beta1 (behind their gates)
+    WorkloadStrategy(), PodGroupStrategy(),
 )
 
 _BY_STORAGE_KEY = {s.resource.key: s for s in BUILTIN}
@@ -116,7 +126,8 @@ _BY_STORAGE_KEY = {s.resource.key: s for s in BUILTIN}
 
 def builtin_types() -> tuple[ResourceType, ...]:
     """The built-in resources, each kind's own followed by its aliases (events.k8s.io/v1 events)."""
-    return tuple(rt for s in BUILTIN for rt in (s.resource, *s.aliases))
+    return tuple(rt for s in BUILTIN if s.feature_gate is None or features.enabled(s.feature_gate)
+                 for rt in (s.resource, *s.aliases))
 
 
 def builtin_registry() -> Registry:

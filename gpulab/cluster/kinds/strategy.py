@@ -102,6 +102,8 @@ class Strategy:
     deprecation_warning: str | None = None
     #: Backed by storage, so discovery reports a storageVersionHash (not bindings or componentstatuses).
     stored = True
+    #: The feature gate (gpulab.cluster.features) without which the kind is not served (a beta API off by default).
+    feature_gate: str | None = None
 
     @property
     def has_status(self) -> bool:

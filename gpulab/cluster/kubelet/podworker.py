@@ -20,7 +20,7 @@ from ...contract import Allocation, ContainerAllocation
 from ..errors import ApiError
 from ..gofmt import go_duration, truncate_ms
 from ..objects import parse_time, rfc3339
-from . import devices, podstatus
+from . import devices, dra, podstatus
 from .admission import Rejection, admit
 from .containerenv import (ContainerConfigError, MountError, container_argv, container_env, container_files,
                            pod_hostname, volume_files)
@@ -36,6 +36,7 @@ _RUNC = ("failed to create containerd task: failed to create shim task: OCI runt
          "failed: unable to start container process: error during container init: ")
 _DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 _MIN_GRACE = 2   # kuberuntime minimumGracePeriodInSeconds
+DRA_RETRY = 0.5  # how often a pod waiting for its claims to be prepared looks again
 
 
 class Instance:
@@ -138,6 +139,8 @@ class PodWorker:
         self.deleted = False
         self.next_wake: float | None = None
         self.allocation: Allocation | None = None
+        self.dra_allocation: Allocation | None = None  # what the pod's prepared claims give containers
+        self.dra_error = ""
         self.next_mount_retry = 0.0
 
     # --- helpers -----------------------------------------------------------
@@ -314,6 +317,8 @@ class PodWorker:
             allocation = devices.read_allocation(self.pod)
             if allocation is not None and not allocation.error:
                 self.allocation = allocation
+        if self.pod["spec"].get("resourceClaims") and not self._claims_prepared(node or {}, now):
+            return False
         if self.volumes is None:
             if now < self.next_mount_retry:
                 self._wake(self.next_mount_retry)
@@ -336,6 +341,20 @@ class PodWorker:
                 return False
             self.sandbox = "ready"
             self.k.mark_dirty(self)
+        return True
+
+    def _claims_prepared(self, node: dict, now: float) -> bool:
+        """PrepareDynamicResources (kubelet/dra.py): wait for the drivers, then add their devices."""
+        if self.dra_allocation is None:
+            prepared = dra.prepare(self.k.api, self.pod, node)
+            if prepared.allocation is None:
+                if prepared.error and prepared.error != self.dra_error:
+                    self._event("Warning", dra.FAILED_PREPARE, prepared.error)
+                self.dra_error = prepared.error
+                self._wake(now + DRA_RETRY)
+                return False
+            self.dra_allocation = prepared.allocation
+        self.allocation = dra.merge(self.allocation, self.dra_allocation)
         return True
 
     # --- containers ---------------------------------------------------------
@@ -623,6 +642,12 @@ class PodWorker:
         self.k.finish_deletion(self)
 
     def _release_sandbox(self) -> None:
+        if self.dra_allocation is not None:
+            others = set().union(*(dra.claim_names(p) for p in self.k.api.store.by_index(
+                "pods", "spec.nodeName", self.node_name) if p["metadata"].get("uid") != self.uid and
+                (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")))
+            dra.unprepare(self.k.api, self.pod, self.node_name, others)
+            self.dra_allocation = None
         if self.sandbox in ("creating", "ready"):
             self.sandbox = "stopped"
             if self.node is not None and not self.pod["spec"].get("hostNetwork"):

@@ -35,7 +35,7 @@ from .podinfo import PodInfo, is_terminal
 from .profiles import Profile
 from .queue import FLUSH_UNSCHEDULABLE_INTERVAL, QueuedPodInfo, SchedulingQueue
 from .registry import REGISTRY
-from .runtime import Framework
+from .runtime import FilterError, Framework
 from .search import Search
 from .status import ERROR, NO_NODES_AVAILABLE_ERROR, UNSCHEDULABLE, WAIT, Status, fit_error_message, truncate_message
 
@@ -292,10 +292,15 @@ class ProfileScheduler:
             search.diagnosis.add(pre, self.cache.all_mask)
             self._unschedulable(qpi, state, search.diagnosis, {pre.plugin})
             return
-        host = self._nominated_host(state, pod)
+        try:
+            host = self._nominated_host(state, pod)
+            if host is None:
+                search = Search(framework, state, pod)
+                search.run()
+        except FilterError as exc:
+            self._failure(qpi, exc.status, set(), None)
+            return
         if host is None:
-            search = Search(framework, state, pod)
-            search.run()
             if not search.cells:
                 self._unschedulable(qpi, state, search.diagnosis, search.diagnosis.unschedulable_plugins())
                 return

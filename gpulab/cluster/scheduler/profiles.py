@@ -30,6 +30,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("InterPodAffinity", 2),
     ("DynamicResources", 0),
     ("DefaultPreemption", 0),
+    ("GangScheduling", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", 0),

@@ -218,6 +218,10 @@ class SchedulingQueue:
                 if qpi is not None and qpi.gated_by is None and hint(plugin, qpi, event):
                     self._leave_unschedulable(qpi)
                     moved.append(qpi)
+        # Pods a PreEnqueue plugin of these holds back (DynamicResources waiting for a claim) get asked again.
+        for qpi in [q for q in self._unschedulable.values() if q.gated_by is not None and q.gated_by.plugin in plugins]:
+            self._leave_unschedulable(qpi)
+            moved.append(qpi)
         for qpi in moved:
             self._enqueue(qpi, backoff_if_due=True)
 

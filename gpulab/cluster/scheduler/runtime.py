@@ -29,6 +29,22 @@ def _as_error(status: Status, point: str, name: str) -> Status:
     return Status(ERROR, (f'running {point} plugin "{name}": {status.message}',), name)
 
 
+class FilterError(Exception):
+    """A Filter plugin returned neither success nor a rejection: the attempt ends with this Error status."""
+
+    def __init__(self, status: Status):
+        super().__init__(status.message)
+        self.status = status
+
+
+def check_filter_status(status: Status | None, name: str) -> Status | None:
+    """RunFilterPlugins' rule: a Filter status that is not a rejection becomes ``running "<name>" filter plugin:
+    <message>`` and fails the whole attempt (findNodesThatPassFilters stops at the first error)."""
+    if status is not None and not status.rejected:
+        raise FilterError(Status(ERROR, (f'running "{name}" filter plugin: {status.message}',), name))
+    return status
+
+
 class Framework:
     def __init__(self, profile, registry: dict, handle):
         self.profile = profile
@@ -115,7 +131,7 @@ class Framework:
         for plugin in self.filter_plugins:
             if plugin.NAME in state.skip_filter:
                 continue
-            status = plugin.filter(state, pod, node)
+            status = check_filter_status(plugin.filter(state, pod, node), plugin.NAME)
             if status is not None:
                 return _with_plugin(status, plugin.NAME)
         return None

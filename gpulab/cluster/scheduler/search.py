@@ -28,6 +28,7 @@ from __future__ import annotations
 from .diagnosis import Diagnosis
 from .interface import NODE, RESOURCES, SETS, TAINTS, CycleState
 from .podinfo import PodInfo
+from .runtime import check_filter_status
 
 
 class Cell:
@@ -178,7 +179,7 @@ class Search:
             if key in memo:
                 status = memo[key]
             else:
-                status = memo[key] = plugin.filter(state, pod, cell.node(cache))
+                status = memo[key] = check_filter_status(plugin.filter(state, pod, cell.node(cache)), plugin.NAME)
             if status is None:
                 survivors.append(cell)
             else:
@@ -191,7 +192,7 @@ class Search:
         rejected: dict = {}
         for name in cell.names(self.cache):
             node = self.cache.nodes[name]
-            status = plugin.filter(self.state, self.pod, node)
+            status = check_filter_status(plugin.filter(self.state, self.pod, node), plugin.NAME)
             if status is None:
                 passing |= node.bit
             else:

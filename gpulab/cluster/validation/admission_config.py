@@ -12,7 +12,7 @@ from ..errors import FieldError
 from .field import duplicate, invalid, not_supported, required
 from .formats import is_dns1123_subdomain, name_is_dns_subdomain
 from .labels import validate_label_selector
-from .meta import validate_object_meta, validate_object_meta_update
+from .meta import validate_object_meta
 from .path import Path
 
 SPEC = Path("spec")

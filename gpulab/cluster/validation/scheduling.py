@@ -137,6 +137,17 @@ def _node_selector_term(term: dict, allow_invalid_values: bool, path: Path) -> l
     return errs
 
 
+def validate_node_selector(selector: dict, path: Path) -> list[FieldError]:
+    """ValidateNodeSelector (a ResourceSlice's or a DRA allocation's): at least one term, each valid."""
+    terms = selector.get("nodeSelectorTerms") or []
+    p = path.child("nodeSelectorTerms")
+    if not terms:
+        return [required(p, "must have at least one node selector term")]
+    errs: list[FieldError] = []
+    for i, term in enumerate(terms):
+        errs.extend(_node_selector_term(term, False, p.index(i)))
+    return errs
+
 def _weight(weight, path: Path) -> list[FieldError]:
     weight = int(weight or 0)
     return [invalid(path, weight, "must be in the range 1-100")] if not 0 < weight <= 100 else []

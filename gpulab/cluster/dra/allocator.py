@@ -1,0 +1,548 @@
+"""The structured parameters allocator: devices from ResourceSlices for ResourceClaims, on one node.
+
+A port of the semantics of k8s.io/dynamic-resource-allocation/structured
+(internal/stable and incubating, the implementations a v1.37 cluster runs with
+its default features): pools built from the slices of their newest generation,
+devices reachable from the node (``nodeName``, ``nodeSelector``, ``allNodes``,
+per-device node selection), DeviceClass and request selectors in CEL,
+``ExactCount`` and ``All``, ``firstAvailable`` alternatives tried in order,
+``matchAttribute``/``distinctAttribute`` constraints, device taints (slice
+taints and DeviceTaintRules; ``NoSchedule``/``NoExecute`` need a toleration),
+partitionable devices (``consumesCounters`` against a pool's
+``sharedCounters``), consumable capacity for devices with
+``allowMultipleAllocations``, and ``adminAccess`` (a device in use may be
+allocated again). A search that backtracks, like upstream's, with a step
+budget in place of its filter timeout.
+
+Errors are upstream's (``claim <ns>/<name>: selector #0 on device
+<driver>/<pool>/<device>: CEL runtime error: no such key: x``); an
+allocation that does not fit returns None.
+
+Why written here: the allocator is Go only (no library), and what it decides
+is what learners see as "Pending".
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Iterable
+
+from ..quantity import DECIMAL_SI, format_quantity, parse, parse_quantity
+from ..scheduler.nodeselectors import term_matches
+from . import selectors
+
+DeviceID = tuple[str, str, str]  # (driver, pool, device)
+MAX_STEPS = 20000
+_BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+class AllocationError(Exception):
+    """A claim that cannot be allocated for a reason other than a lack of devices (the plugin's Error status)."""
+
+
+@dataclass(eq=False)
+class DeviceRef:
+    """One device of one pool's current generation."""
+
+    driver: str
+    pool: str
+    name: str
+    device: dict
+    slice_name: str
+    node_selector: dict | None  # None: usable on every node it was listed for
+    taints: tuple[dict, ...] = ()
+
+    @property
+    def id(self) -> DeviceID:
+        return self.driver, self.pool, self.name
+
+    @property
+    def label(self) -> str:
+        return f"{self.driver}/{self.pool}/{self.name}"
+
+    @property
+    def multi(self) -> bool:
+        return bool(self.device.get("allowMultipleAllocations"))
+
+    def attribute(self, qualified: str):
+        domain, _, ident = qualified.rpartition("/")
+        attrs = self.device.get("attributes") or {}
+        value = attrs.get(qualified)
+        if value is None and domain == self.driver:
+            value = attrs.get(ident)
+        return None if value is None else next(iter(value.values()), None)
+
+
+@dataclass
+class Pool:
+    driver: str
+    name: str
+    generation: int
+    expected: int
+    slices: list[dict] = field(default_factory=list)
+    counters: dict[str, dict[str, Fraction]] = field(default_factory=dict)
+    invalid: str = ""
+
+    @property
+    def incomplete(self) -> bool:
+        return len(self.slices) < self.expected
+
+
+def _node_matches(selector: dict, node: dict) -> bool:
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    name = node["metadata"]["name"]
+    return any(term_matches(t, labels, name) for t in selector.get("nodeSelectorTerms") or ())
+
+
+def _rule_taints(rules: Iterable[dict], driver: str, pool: str, device: str) -> tuple[dict, ...]:
+    out = []
+    for rule in rules:
+        spec = rule.get("spec") or {}
+        sel = spec.get("deviceSelector") or {}
+        if all(not sel.get(k) or sel.get(k) == v for k, v in (("driver", driver), ("pool", pool), ("device", device))):
+            if spec.get("taint"):
+                out.append(spec["taint"])
+    return tuple(out)
+
+
+class Inventory:
+    """Every pool and device the slices publish, indexed by node, and the selector verdicts on them.
+
+    Built once per change of the slices (or of the DeviceTaintRules); verdicts of
+    (expression, device) pairs are kept as long as the inventory lives.
+    """
+
+    def __init__(self, slices: Iterable[dict], taint_rules: Iterable[dict] = ()):
+        rules = list(taint_rules)
+        self.pools: dict[tuple[str, str], Pool] = {}
+        for rs in slices:
+            spec = rs.get("spec") or {}
+            pool = spec.get("pool") or {}
+            key = (spec.get("driver") or "", pool.get("name") or "")
+            gen, expected = int(pool.get("generation") or 0), int(pool.get("resourceSliceCount") or 1)
+            current = self.pools.get(key)
+            if current is None or gen > current.generation:
+                current = self.pools[key] = Pool(key[0], key[1], gen, expected)
+            if gen == current.generation:
+                current.slices.append(rs)
+        self.by_node: dict[str, list[DeviceRef]] = {}
+        self.everywhere: list[DeviceRef] = []  # allNodes or a node selector
+        self.devices: dict[DeviceID, DeviceRef] = {}
+        for pool in self.pools.values():
+            for rs in pool.slices:
+                spec = rs["spec"]
+                for counter_set in spec.get("sharedCounters") or ():
+                    pool.counters[counter_set["name"]] = {
+                        name: parse_quantity(str((c or {}).get("value", "0")))
+                        for name, c in (counter_set.get("counters") or {}).items()}
+                for device in spec.get("devices") or ():
+                    ref = DeviceRef(pool.driver, pool.name, device["name"], device, rs["metadata"]["name"], None,
+                                    tuple(device.get("taints") or ()) + _rule_taints(rules, pool.driver, pool.name,
+                                                                                    device["name"]))
+                    if ref.id in self.devices:
+                        pool.invalid = f"duplicate device name {device['name']}"
+                    self.devices[ref.id] = ref
+                    self._place(ref, spec)
+        self.verdicts: dict[tuple[str, int], bool | Exception] = {}
+
+    def _place(self, ref: DeviceRef, spec: dict) -> None:
+        source = ref.device if spec.get("perDeviceNodeSelection") else spec
+        if source.get("nodeName"):
+            self.by_node.setdefault(source["nodeName"], []).append(ref)
+        elif source.get("nodeSelector"):
+            ref.node_selector = source["nodeSelector"]
+            self.everywhere.append(ref)
+        elif source.get("allNodes"):
+            self.everywhere.append(ref)
+
+    def on_node(self, node: dict) -> list[DeviceRef]:
+        """The devices the node can use, in slice order: its own, then network-attached ones."""
+        own = self.by_node.get(node["metadata"]["name"], [])
+        if not self.everywhere:
+            return own
+        return own + [r for r in self.everywhere if r.node_selector is None or _node_matches(r.node_selector, node)]
+
+    def matches(self, expression: str, ref: DeviceRef) -> bool:
+        """A selector's verdict on a device (cached); a CEL runtime error is raised each time it is asked."""
+        key = (expression, id(ref))
+        verdict = self.verdicts.get(key)
+        if verdict is None:
+            try:
+                verdict = selectors.matches(expression, selectors.device_input(ref.driver, ref.device))
+            except selectors.CelRuntimeError as exc:
+                verdict = exc
+            self.verdicts[key] = verdict
+        if isinstance(verdict, Exception):
+            raise verdict
+        return verdict
+
+
+@dataclass
+class InUse:
+    """What allocated claims hold: exclusive devices, capacity consumed of shared devices."""
+
+    devices: set[DeviceID] = field(default_factory=set)
+    consumed: dict[DeviceID, dict[str, Fraction]] = field(default_factory=dict)
+
+    def add(self, results: Iterable[dict]) -> None:
+        for result in results:
+            if result.get("adminAccess"):
+                continue
+            device_id = (result.get("driver", ""), result.get("pool", ""), result.get("device", ""))
+            if result.get("consumedCapacity") is not None or result.get("shareID"):
+                used = self.consumed.setdefault(device_id, {})
+                for name, value in (result.get("consumedCapacity") or {}).items():
+                    used[name] = used.get(name, 0) + parse_quantity(str(value))
+            else:
+                self.devices.add(device_id)
+
+    def copy(self) -> InUse:
+        return InUse(set(self.devices), {k: dict(v) for k, v in self.consumed.items()})
+
+
+@dataclass
+class _Alternative:
+    request: str  # the result's request name: "<request>" or "<request>/<subrequest>"
+    claim_index: int
+    spec: dict  # the exact request or subrequest
+    parent: str
+
+
+@dataclass
+class _Pick:
+    ref: DeviceRef
+    alt: _Alternative
+    consumed: dict[str, Fraction] | None
+
+
+def _tolerates(tolerations: list, taint: dict) -> bool:
+    for tol in tolerations:
+        if tol.get("effect") and tol.get("effect") != taint.get("effect"):
+            continue
+        op = tol.get("operator") or "Equal"
+        if not tol.get("key"):
+            if op == "Exists":
+                return True
+            continue
+        if tol["key"] != taint.get("key"):
+            continue
+        if op == "Exists" or (tol.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+class Allocator:
+    """Allocate a set of claims for a pod on one node, given what is in use."""
+
+    def __init__(self, inventory: Inventory, classes: dict[str, dict], in_use: InUse, claims: list[dict]):
+        self.inventory, self.classes, self.claims = inventory, classes, claims
+        self.base_in_use = in_use
+        self.formats: dict[str, str] = {}  # the format a consumed capacity was asked in (for its result)
+        self._counters_used_cache: dict[tuple[str, str], dict[str, dict[str, Fraction]]] = {}
+
+    # --- counters -----------------------------------------------------------
+    def _counters_used(self, pool: tuple[str, str]) -> dict[str, dict[str, Fraction]]:
+        """What the devices already allocated from a pool consume of its shared counters."""
+        used = self._counters_used_cache.get(pool)
+        if used is None:
+            used = {}
+            for device_id in self.base_in_use.devices:
+                if device_id[:2] == pool:
+                    ref = self.inventory.devices.get(device_id)
+                    if ref is not None:
+                        _consume(used, ref, 1)
+            self._counters_used_cache[pool] = used
+        return used
+
+    # --- the search -----------------------------------------------------------
+    def allocate(self, node: dict) -> list[dict] | None:
+        """One AllocationResult per claim, or None when the claims do not fit this node."""
+        self.node = node
+        self.candidates = self.inventory.on_node(node)
+        self.taken: set[DeviceID] = set()
+        self.consumed_extra: dict[DeviceID, dict[str, Fraction]] = {}
+        self.counters_extra: dict[tuple[str, str], dict[str, dict[str, Fraction]]] = {}
+        self.picks: list[_Pick] = []
+        self.steps = 0
+        requests = [(ci, r) for ci, claim in enumerate(self.claims)
+                    for r in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()]
+        if not self._solve(requests, 0):
+            return None
+        return self._results(node)
+
+    def _alternatives(self, claim_index: int, request: dict) -> list[_Alternative]:
+        if request.get("exactly") is not None:
+            return [_Alternative(request["name"], claim_index, request["exactly"], request["name"])]
+        return [_Alternative(f"{request['name']}/{sub['name']}", claim_index, sub, request["name"])
+                for sub in request.get("firstAvailable") or ()]
+
+    def _solve(self, requests: list, index: int) -> bool:
+        if index == len(requests):
+            return True
+        claim_index, request = requests[index]
+        for alt in self._alternatives(claim_index, request):
+            matching = self._matching(alt)
+            if (alt.spec.get("allocationMode") or "ExactCount") == "All":
+                if self._take_all(alt, matching) and self._solve(requests, index + 1):
+                    return True
+                self._drop_alt(alt)
+                continue
+            if self._pick(requests, index, alt, matching, 0, int(alt.spec.get("count") or 1)):
+                return True
+        return False
+
+    def _pick(self, requests, index: int, alt: _Alternative, matching: list[DeviceRef], start: int,
+              remaining: int) -> bool:
+        if remaining == 0:
+            return self._solve(requests, index + 1)
+        if len(matching) - start < remaining:
+            return False
+        for i in range(start, len(matching)):
+            self.steps += 1
+            if self.steps > MAX_STEPS:
+                return False
+            ref = matching[i]
+            pick = self._fits(ref, alt)
+            if pick is None:
+                continue
+            self._take(pick)
+            if self._pick(requests, index, alt, matching, i + 1, remaining - 1):
+                return True
+            self._release()
+        return False
+
+    def _take_all(self, alt: _Alternative, matching: list[DeviceRef]) -> bool:
+        """``All``: every device the selectors accept (at least one), which fails when one of them is in use."""
+        claim = self.claims[alt.claim_index]["metadata"]
+        for pool_id in sorted({(r.driver, r.pool) for r in self.candidates}):
+            pool = self.inventory.pools[pool_id]
+            state = "being updated" if pool.incomplete else "invalid" if pool.invalid else ""
+            if state:
+                raise AllocationError(f"claim {claim.get('namespace')}/{claim['name']}, request {alt.request}: asks "
+                                      f"for all devices, but resource pool {pool.driver}/{pool.name} is currently "
+                                      f"{state}")
+        if not matching:
+            return False
+        for ref in matching:
+            pick = self._fits(ref, alt)
+            if pick is None:
+                return False
+            self._take(pick)
+        return True
+
+    def _drop_alt(self, alt: _Alternative) -> None:
+        while self.picks and self.picks[-1].alt is alt:
+            self._release()
+
+    def _held(self, device_id: DeviceID) -> bool:
+        """In use by an allocated claim or by an earlier pick of this allocation (exclusively or shared)."""
+        base = self.base_in_use
+        return device_id in base.devices or device_id in base.consumed or device_id in self.taken \
+            or device_id in self.consumed_extra
+
+    # --- which devices ----------------------------------------------------------
+    def _matching(self, alt: _Alternative) -> list[DeviceRef]:
+        """The node's devices the request's class and selectors accept (in order)."""
+        claim = self.claims[alt.claim_index]["metadata"]
+        class_name = alt.spec.get("deviceClassName") or ""
+        device_class = self.classes.get(class_name)
+        if device_class is None:
+            raise AllocationError(f"claim {claim.get('namespace')}/{claim['name']}, request {alt.request}: could not "
+                                  f"retrieve device class {class_name}: deviceclass.resource.k8s.io "
+                                  f'"{class_name}" not found')
+        class_exprs = [((s or {}).get("cel") or {}).get("expression", "")
+                       for s in (device_class.get("spec") or {}).get("selectors") or ()]
+        request_exprs = [((s or {}).get("cel") or {}).get("expression", "") for s in alt.spec.get("selectors") or ()]
+        out = []
+        for ref in self.candidates:
+            pool = self.inventory.pools[(ref.driver, ref.pool)]
+            if pool.invalid:
+                continue
+            if self._selected(ref, class_exprs, f"class {class_name}", claim) and \
+                    self._selected(ref, request_exprs, f"claim {claim.get('namespace')}/{claim['name']}", claim):
+                out.append(ref)
+        return out
+
+    def _selected(self, ref: DeviceRef, expressions: list[str], owner: str, claim: dict) -> bool:
+        for i, expression in enumerate(expressions):
+            try:
+                if not self.inventory.matches(expression, ref):
+                    return False
+            except selectors.CelRuntimeError as exc:
+                raise AllocationError(f"{owner}: selector #{i} on device {ref.label}: CEL runtime error: "
+                                      f"{exc}") from None
+        return True
+
+    def _fits(self, ref: DeviceRef, alt: _Alternative) -> _Pick | None:
+        admin = bool(alt.spec.get("adminAccess"))
+        if any(p.ref is ref for p in self.picks):
+            return None
+        tolerations = list(alt.spec.get("tolerations") or ())
+        if any(t.get("effect") in _BLOCKING_EFFECTS and not _tolerates(tolerations, t) for t in ref.taints):
+            return None
+        consumed = None
+        if not admin:
+            if ref.multi:
+                consumed = self._capacity_fits(ref, alt)
+                if consumed is None:
+                    return None
+            elif self._held(ref.id):
+                return None
+            if not self._counters_fit(ref):
+                return None
+        if not self._constraints_hold(ref, alt):
+            return None
+        return _Pick(ref, alt, consumed)
+
+    def _capacity_fits(self, ref: DeviceRef, alt: _Alternative) -> dict[str, Fraction] | None:
+        """Consumable capacity: what this request takes of a shareable device, if it still fits."""
+        if ref.id in self.base_in_use.devices or ref.id in self.taken:
+            return None
+        wanted = (alt.spec.get("capacity") or {}).get("requests") or {}
+        base, extra = self.base_in_use.consumed.get(ref.id, {}), self.consumed_extra.get(ref.id, {})
+        used = {name: base.get(name, 0) + extra.get(name, 0) for name in set(base) | set(extra)}
+        out: dict[str, Fraction] = {}
+        for name, cap in (ref.device.get("capacity") or {}).items():
+            total = parse_quantity(str((cap or {}).get("value", "0")))
+            policy = (cap or {}).get("requestPolicy")
+            if name in wanted:
+                text = str(wanted[name])
+            elif policy is not None and policy.get("default") is not None:
+                text = str(policy["default"])
+            elif policy is not None:
+                text = str(cap["value"])
+            else:
+                continue
+            amount = parse_quantity(text)
+            if used.get(name, 0) + amount > total:
+                return None
+            out[name] = amount
+            self.formats[name] = parse(text).format
+        for name in wanted:
+            if name not in (ref.device.get("capacity") or {}):
+                return None
+        return out
+
+    def _counters_fit(self, ref: DeviceRef) -> bool:
+        consumptions = ref.device.get("consumesCounters") or ()
+        if not consumptions:
+            return True
+        pool_id = (ref.driver, ref.pool)
+        pool = self.inventory.pools[pool_id]
+        used = self._counters_used(pool_id)
+        extra = self.counters_extra.get(pool_id, {})
+        for consumption in consumptions:
+            set_name = consumption.get("counterSet", "")
+            available = pool.counters.get(set_name)
+            if available is None:
+                return False
+            for counter, value in (consumption.get("counters") or {}).items():
+                need = parse_quantity(str((value or {}).get("value", "0")))
+                have = available.get(counter, Fraction(0)) - used.get(set_name, {}).get(counter, 0) \
+                    - extra.get(set_name, {}).get(counter, 0)
+                if need > have:
+                    return False
+        return True
+
+    def _constraints_hold(self, ref: DeviceRef, alt: _Alternative) -> bool:
+        claim = self.claims[alt.claim_index]
+        for constraint in ((claim.get("spec") or {}).get("devices") or {}).get("constraints") or ():
+            names = constraint.get("requests") or []
+            if names and alt.parent not in names and alt.request not in names:
+                continue
+            others = [p for p in self.picks if p.alt.claim_index == alt.claim_index and
+                      (not names or p.alt.parent in names or p.alt.request in names)]
+            match, distinct = constraint.get("matchAttribute"), constraint.get("distinctAttribute")
+            if match:
+                value = ref.attribute(match)
+                if value is None or any(p.ref.attribute(match) != value for p in others):
+                    return False
+            if distinct:
+                value = ref.attribute(distinct)
+                if value is None or any(p.ref.attribute(distinct) == value for p in others):
+                    return False
+        return True
+
+    def _take(self, pick: _Pick) -> None:
+        self.picks.append(pick)
+        if pick.alt.spec.get("adminAccess"):
+            return
+        if pick.consumed is not None:
+            used = self.consumed_extra.setdefault(pick.ref.id, {})
+            for name, amount in pick.consumed.items():
+                used[name] = used.get(name, 0) + amount
+        else:
+            self.taken.add(pick.ref.id)
+        _consume(self.counters_extra.setdefault((pick.ref.driver, pick.ref.pool), {}), pick.ref, 1)
+
+    def _release(self) -> None:
+        pick = self.picks.pop()
+        if pick.alt.spec.get("adminAccess"):
+            return
+        if pick.consumed is not None:
+            used = self.consumed_extra[pick.ref.id]
+            for name, amount in pick.consumed.items():
+                used[name] -= amount
+        else:
+            self.taken.discard(pick.ref.id)
+        _consume(self.counters_extra[(pick.ref.driver, pick.ref.pool)], pick.ref, -1)
+
+    # --- the results --------------------------------------------------------------
+    def _results(self, node: dict) -> list[dict]:
+        out = []
+        node_local = True
+        for ci, claim in enumerate(self.claims):
+            picks = [p for p in self.picks if p.alt.claim_index == ci]
+            results, class_configs = [], {}
+            for p in picks:
+                result = {"request": p.alt.request, "driver": p.ref.driver, "pool": p.ref.pool, "device": p.ref.name}
+                if p.alt.spec.get("adminAccess"):
+                    result["adminAccess"] = True
+                if p.alt.spec.get("tolerations"):
+                    result["tolerations"] = list(p.alt.spec["tolerations"])
+                if p.consumed is not None:
+                    result["consumedCapacity"] = {k: format_quantity(v, self.formats.get(k, DECIMAL_SI))
+                                                  for k, v in p.consumed.items()}
+                    result["shareID"] = _share_id(claim, p)
+                results.append(result)
+                class_name = p.alt.spec.get("deviceClassName", "")
+                class_configs.setdefault(class_name, []).append(p.alt.request)
+                node_local = node_local and p.ref in self.inventory.by_node.get(node["metadata"]["name"], ())
+            configs = []
+            for class_name, requests in class_configs.items():
+                for config in (self.classes[class_name].get("spec") or {}).get("config") or ():
+                    configs.append({"source": "FromClass", "requests": requests, **config})
+            for config in ((claim.get("spec") or {}).get("devices") or {}).get("config") or ():
+                configs.append({"source": "FromClaim", **config})
+            devices: dict = {"results": results}
+            if configs:
+                devices["config"] = configs
+            allocation = {"devices": devices}
+            if results and node_local:
+                allocation["nodeSelector"] = {"nodeSelectorTerms": [{"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": [node["metadata"]["name"]]}]}]}
+            elif results and (selector := _shared_selector(node, picks)) is not None:
+                allocation["nodeSelector"] = selector
+            out.append(allocation)
+        return out
+
+
+def _share_id(claim: dict, pick: _Pick) -> str:
+    """A fresh identifier of one share of a multi-allocatable device (a UID, as the scheduler generates)."""
+    return str(uuid.uuid4())
+
+
+def _shared_selector(node: dict, picks: list[_Pick]) -> dict | None:
+    """A claim with network-attached devices: their slice's node selector; None when all are on every node."""
+    for p in picks:
+        if p.ref.node_selector is not None:
+            return p.ref.node_selector
+    return None
+
+
+def _consume(used: dict[str, dict[str, Fraction]], ref: DeviceRef, sign: int) -> None:
+    for consumption in ref.device.get("consumesCounters") or ():
+        per_set = used.setdefault(consumption.get("counterSet", ""), {})
+        for counter, value in (consumption.get("counters") or {}).items():
+            per_set[counter] = per_set.get(counter, 0) + sign * parse_quantity(str((value or {}).get("value", "0")))

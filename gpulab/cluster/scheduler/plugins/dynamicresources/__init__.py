@@ -1,0 +1,1 @@
+"""The DynamicResources plugin (:mod:`.plugin`) and its state across cycles (:mod:`.tracker`)."""
