@@ -10,7 +10,10 @@ import asyncio
 import json
 import time
 
+from cryptography.hazmat.primitives.asymmetric import ec
+
 from gpulab.cluster.api import Api
+from gpulab.cluster.auth.tokens import TokenIssuer
 from gpulab.cluster.kubelet import Kubelet
 from gpulab.cluster.kubelet.images import load_catalog
 from gpulab.cluster.store import Store
@@ -27,6 +30,7 @@ H100 = {"name": "worker", "annotations": {GPU_MODEL_ANNOTATION: "NVIDIA H100 80G
 class Harness:
     def __init__(self, scale: float = SCALE):
         self.api = Api(Store())
+        self.api.token_issuer = TokenIssuer(ec.generate_private_key(ec.SECP256R1()))  # what runtime.py sets
         self.scale = scale
         for ns in ("default", "kube-system", "kube-node-lease"):
             self.api.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})

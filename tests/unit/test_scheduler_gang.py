@@ -79,7 +79,7 @@ def test_a_pod_naming_a_missing_group_waits_for_it(gates):
     assert qpi.gated_by.message == 'waiting for pod\'s pod group "later" to appear in scheduling queue'
     c.pod_group("later", 1)
     c.run()
-    assert c.node_of("orphan") == "gpulab-worker2"
+    assert c.node_of("orphan") in {"gpulab-worker2", "gpulab-worker3"}  # the GPU nodes; ties are random
 
 
 def test_pod_group_validation(gates):
