@@ -348,6 +348,8 @@ class Shell:
 
     def run_program(self, prog: Program, argv: list[str]) -> Gen:
         if prog.kind == "mounted":
+            if prog.native is not None:
+                return (yield from self._run_native(prog.native, argv))
             yield from self.emit(1, prog.output)
             return 0
         if prog.kind == "utility":
