@@ -236,8 +236,10 @@ def test_a_mig_slice_has_its_own_memory_and_instance_labels(cluster):
     cluster.kubectl("label", "node", H100, "nvidia.com/mig.config=all-1g.10gb", "--overwrite")
     for pod in ("trainer", "sleeper"):
         cluster.kubectl("delete", "pod", pod, "--wait=false")
-    wait_for(lambda: node_labels(cluster, H100).get("nvidia.com/mig.config.state") == "success", timeout=300,
-             what="all-1g.10gb")
+    wait_for(lambda: node_labels(cluster, H100).get("nvidia.com/mig.config.state") in ("success", "failed"),
+             timeout=300, what="all-1g.10gb")
+    assert node_labels(cluster, H100).get("nvidia.com/mig.config.state") == "success", \
+        cluster.kubectl("get", "events", "-A", "--field-selector", f"involvedObject.name={H100}").stdout
     wait_for(lambda: exporter_pod(cluster, H100), timeout=180, what="the exporter back")
     run_pod(cluster, "slice", image="nvcr.io/nvidia/pytorch:24.05-py3", command=["python", "train.py"],
             resource="nvidia.com/mig-1g.10gb")
