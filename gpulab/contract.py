@@ -203,3 +203,6 @@ class ContainerProcess(Protocol):
 # A native program: a generator over its process that yields ("stdout" | "stderr", text) to write and
 # ("sleep", seconds) to let time pass, and returns its exit status.
 NativeProgram = Callable[[ContainerProcess], Generator[tuple[str, object], None, int]]
+# What a native program behind a mounted program (``nativePrograms``) returns, having written nothing, when it
+# cannot answer here (its data lives in another process): the node agent then prints the recorded outputs.
+USE_RECORDED_OUTPUT = -1

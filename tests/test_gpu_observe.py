@@ -233,9 +233,8 @@ def test_time_sliced_replicas_share_one_gpu(cluster):
 
 
 def test_a_mig_slice_has_its_own_memory_and_instance_labels(cluster):
+    cluster.kubectl("delete", "pod", "trainer", "sleeper", "--ignore-not-found", "--grace-period=1", timeout=120)
     cluster.kubectl("label", "node", H100, "nvidia.com/mig.config=all-1g.10gb", "--overwrite")
-    for pod in ("trainer", "sleeper"):
-        cluster.kubectl("delete", "pod", pod, "--wait=false")
     wait_for(lambda: node_labels(cluster, H100).get("nvidia.com/mig.config.state") in ("success", "failed"),
              timeout=300, what="all-1g.10gb")
     assert node_labels(cluster, H100).get("nvidia.com/mig.config.state") == "success", \
@@ -251,8 +250,8 @@ def test_a_mig_slice_has_its_own_memory_and_instance_labels(cluster):
     assert len(mine) == 1
     used = value(text, "DCGM_FI_DEV_FB_USED", pod="slice", GPU_I_ID=mine[0]["GPU_I_ID"], gpu=mine[0]["gpu"])
     free = value(text, "DCGM_FI_DEV_FB_FREE", pod="slice", GPU_I_ID=mine[0]["GPU_I_ID"], gpu=mine[0]["gpu"])
-    assert used + free == 9856 and used > 15
+    assert used + free == 9984 and used > 15
     assert not [lab for name, lab, _ in samples(text) if name == "DCGM_FI_DEV_GPU_UTIL"]   # not on MIG GPUs
     out = cluster.kubectl("exec", "slice", "--", "nvidia-smi").stdout
-    assert out.count("MiB /  9856MiB") == 1 and f"{int(used)}MiB /  9856MiB" in out
+    assert out.count("MiB /  9984MiB") == 1 and f"{int(used)}MiB /  9984MiB" in out
     assert re.search(r"\|\s+N/A\s+\|\s+N/A\s+Default \|", out)

@@ -11,7 +11,8 @@ cluster calls them with what it knows of the container (its node, its environmen
 from the driver's accounting, so the Processes table reads "No running processes found" while the
 memory in use counts every process on the device); options: none, ``-L``, ``--query-gpu=FIELDS
 --format=csv[,noheader][,nounits]`` with ``-i``/``--id``. Without a running stack (no driver on the
-node) it fails as nvidia-smi does when it cannot reach the driver.
+node) it fails as nvidia-smi does when it cannot reach the driver; when the stack runs in another process
+(``gpulab gpustack run``) it leaves the answer to the outputs the device allocation recorded.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import threading
 from dataclasses import replace
 from datetime import datetime, timezone
 
+from ..contract import USE_RECORDED_OUTPUT
 from . import dcgm
 from .driver import cuda_version
 from .hardware import mig_uuid
@@ -39,6 +41,11 @@ def attach(stack) -> None:
     global _stack
     with _lock:
         _stack = stack
+
+
+def attached() -> bool:
+    with _lock:
+        return _stack is not None
 
 
 def usage_of(node_name: str) -> tuple[NodeUsage | None, dict | None]:
@@ -137,6 +144,8 @@ def _cell(unit: str, value: str, nounits: bool) -> str:
 def nvidia_smi(process):
     """The native ``nvidia-smi`` a GPU container runs (gpulab.contract.NativeProgram)."""
     argv = process.argv[1:]
+    if not attached():
+        return USE_RECORDED_OUTPUT      # the stack runs in another process (gpulab gpustack run)
     use, _ = usage_of(process.node_label(HOSTNAME_LABEL) or "")
     if use is None or not use.driver_version:
         yield ("stdout", NO_DRIVER)

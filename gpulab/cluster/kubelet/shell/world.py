@@ -129,10 +129,9 @@ class World:
             (out for path, out in self.mounted.items() if posixpath.basename(path) == name), None)
         native = self.mounted_native.get(argv[0]) or next(
             (prog for path, prog in self.mounted_native.items() if posixpath.basename(path) == name), None)
-        if native is not None:
-            return Program(name, "mounted", native=native)
         if outputs is not None:
-            return Program(name, "mounted", output=outputs.get(" ".join(argv[1:]), outputs.get("", "")))
+            output = outputs.get(" ".join(argv[1:]), outputs.get("", ""))
+            return Program(name, "mounted", output=output, native=native)
         if self.files.read(self.files.normalize(argv[0], self.workdir)) is not None and "/" in argv[0]:
             return Program(argv[0], "script")
         if not self.image.has_program(name):
