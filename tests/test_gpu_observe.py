@@ -12,7 +12,6 @@ import json
 import re
 import socket
 import subprocess
-import time
 import urllib.request
 
 import pytest
@@ -143,7 +142,7 @@ def test_metrics_names_types_and_labels_match_the_default_counters(cluster):
     assert "pod=" not in text
 
 
-def test_port_forward_reads_the_same_exporter(cluster, tmp_path):
+def test_port_forward_reads_the_same_exporter(cluster):
     port = _free_port()
     forward = subprocess.Popen(["kubectl", "port-forward", "-n", "gpu-operator", "svc/nvidia-dcgm-exporter",
                                 f"{port}:9400"], env=cluster.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)

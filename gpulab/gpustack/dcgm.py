@@ -50,14 +50,14 @@ def _activity() -> tuple[dict, int]:
 
 def _value(name: str, use: NodeUsage, device: DeviceUse, uptime_s: float) -> float:
     index = device.gpu_index
-    busy = device.util > 0 if name not in ("sm_clock", "power", "energy", "gpu_temp", "memory_temp") \
-        else use.gpu_util(index) > 0
+    busy = device.util > 0                   # this GPU or MIG instance
+    gpu_busy = use.gpu_util(index) > 0       # any of the GPU's instances
     activity, idle_clock = _activity()
     model = device.gpu.model
     figures = {
         "zero": lambda: 0,
         "util": lambda: device.util,
-        "sm_clock": lambda: model.max_graphics_clock_mhz if busy else idle_clock,
+        "sm_clock": lambda: model.max_graphics_clock_mhz if gpu_busy else idle_clock,
         "mem_clock": lambda: model.max_memory_clock_mhz,
         "gpu_temp": lambda: temperature_c(use, index),
         "memory_temp": lambda: temperature_c(use, index) + 4,

@@ -94,7 +94,7 @@ def _query_fields(gpu: SmiGpu, index: int, driver: str, count: int) -> dict[str,
         "gpu_bus_id": ("", gpu.bus_id), "driver_version": ("", driver),
         "memory.total": ("MiB", memory(model.memory_mib)), "memory.used": ("MiB", memory(used)),
         "memory.free": ("MiB", memory(model.memory_mib - used)),
-        "utilization.gpu": ("%", util), "utilization.memory": ("%", util),
+        "utilization.gpu": ("%", util),
         "temperature.gpu": ("", str(gpu.temperature_c if gpu.temperature_c is not None
                                     else model.idle_temperature_c)),
         "power.draw": ("W", f"{power:.2f}"), "power.limit": ("W", f"{model.power_limit_w:.2f}"),
@@ -132,7 +132,7 @@ def query_gpu(gpus: tuple[SmiGpu, ...], argv: list[str], driver: str) -> tuple[i
         header = [f"{f} [{fields[f][0]}]" if fields[f][0] else f for f in wanted]
         rows.append(", ".join(_cell(*fields[f], "nounits" in fmt) for f in wanted))
     if only is not None and not rows:
-        return 6, f"No devices were found\n", ""
+        return 6, "No devices were found\n", ""
     lines = ([] if "noheader" in fmt else [", ".join(header)]) + rows
     return 0, "\n".join(lines) + "\n", ""
 
