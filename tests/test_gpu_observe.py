@@ -94,14 +94,20 @@ def samples(text: str) -> list[tuple[str, dict, str]]:
 def exporter_pod(cluster, node: str) -> str:
     pods = json.loads(cluster.kubectl("get", "pods", "-n", "gpu-operator", "-l", "app=nvidia-dcgm-exporter",
                                       "--field-selector", f"spec.nodeName={node}", "-o", "json").stdout)["items"]
-    running = [p["metadata"]["name"] for p in pods if p["status"].get("phase") == "Running"]
+    running = [p["metadata"]["name"] for p in pods
+               if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")]
     return running[0] if running else ""
 
 
-def scrape(cluster, node: str) -> str:
-    """/metrics of the exporter on ``node``, through the API server's pod proxy."""
-    pod = wait_for(lambda: exporter_pod(cluster, node), timeout=180, what=f"dcgm-exporter on {node}")
-    return cluster.kubectl("get", "--raw", f"/api/v1/namespaces/gpu-operator/pods/{pod}:9400/proxy/metrics").stdout
+def scrape(cluster, node: str, *, showing: str = "") -> str:
+    """/metrics of the exporter on ``node``, through the API server's pod proxy, once it shows ``showing`` (the
+    exporter, like the real one, reports what it last saw of the node's pods)."""
+    def once():
+        pod = exporter_pod(cluster, node)
+        raw = cluster.kubectl("get", "--raw", f"/api/v1/namespaces/gpu-operator/pods/{pod}:9400/proxy/metrics",
+                              check=False) if pod else None
+        return raw.stdout if raw is not None and raw.returncode == 0 and showing in raw.stdout else None
+    return wait_for(once, timeout=180, what=f"dcgm-exporter metrics on {node} showing {showing!r}")
 
 
 def value(text: str, field: str, **labels) -> float:
@@ -171,7 +177,7 @@ def _free_port() -> int:
 def test_a_training_pod_keeps_its_gpu_busy_and_is_named_on_its_metrics(cluster):
     run_pod(cluster, "trainer", image="nvcr.io/nvidia/pytorch:24.05-py3", command=["python", "train.py"])
     run_pod(cluster, "sleeper", image="nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", command=["sleep", "infinity"])
-    text = scrape(cluster, H100)
+    text = scrape(cluster, H100, showing='pod="sleeper"')
     busy = {lab["gpu"] for name, lab, v in samples(text) if name == "DCGM_FI_DEV_GPU_UTIL" and v == "100"}
     assert len(busy) == 1
     gpu = busy.pop()
@@ -220,7 +226,7 @@ def test_time_sliced_replicas_share_one_gpu(cluster):
     run_pod(cluster, "shared-a", image="nvcr.io/nvidia/pytorch:24.05-py3", command=["python", "train.py"], node=A100)
     run_pod(cluster, "shared-b", image="nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", command=["sleep", "infinity"],
             node=A100)
-    text = scrape(cluster, A100)
+    text = scrape(cluster, A100, showing='pod="shared-')
     gpus = [lab for name, lab, _ in samples(text) if name == "DCGM_FI_DEV_GPU_UTIL"]
     assert len(gpus) == 1 and gpus[0]["pod"] in ("shared-a", "shared-b")   # one GPU, one pod named on it
     assert value(text, "DCGM_FI_DEV_GPU_UTIL", gpu="0") == 100
@@ -241,7 +247,7 @@ def test_a_mig_slice_has_its_own_memory_and_instance_labels(cluster):
     wait_for(lambda: exporter_pod(cluster, H100), timeout=180, what="the exporter back")
     run_pod(cluster, "slice", image="nvcr.io/nvidia/pytorch:24.05-py3", command=["python", "train.py"],
             resource="nvidia.com/mig-1g.10gb")
-    text = scrape(cluster, H100)
+    text = scrape(cluster, H100, showing='pod="slice"')
     instances = [lab for name, lab, _ in samples(text) if name == "DCGM_FI_DEV_FB_USED"]
     assert len(instances) == 14 and all("GPU_I_PROFILE" in lab and lab["GPU_I_PROFILE"] == "1g.10gb"
                                         for lab in instances)
