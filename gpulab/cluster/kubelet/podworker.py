@@ -528,13 +528,15 @@ class PodWorker:
         files = container_files(self.pod, run.spec, image, self.volumes or {}, pod_ip=self.ip or "", allocation=alloc)
         mounted = {m.container_path: alloc.programs[m.container_path] for m in alloc.response.mounts
                    if m.container_path in alloc.programs}
+        natives = {path: self.k.catalog.natives[name] for path, name in alloc.native_programs.items()
+                   if path in mounted and name in self.k.catalog.natives}
         node = self.k.api.store.get("nodes", "", self.node_name) or {}
         capacity = (node.get("status") or {}).get("capacity") or {}
         info = (node.get("status") or {}).get("nodeInfo") or {}
         return World(image=image, catalog=self.k.catalog, env=env, files=files, hostname=pod_hostname(self.pod),
                      nproc=max(1, int(float(capacity.get("cpu", "1") or 1))), kernel=info.get("kernelVersion", ""),
                      workdir=run.spec.get("workingDir") or "/", mounted=mounted,
-                     node_labels=self._node_labels)
+                     mounted_native=natives, node_labels=self._node_labels)
 
     def _node_labels(self) -> dict[str, str]:
         """The labels of this pod's node now (what a program reading its Node from the API would see)."""
