@@ -359,14 +359,23 @@ def cluster_policy(values: dict[str, Any], *, version: str | None = None,
     }
 
 
+# The chart's crds/ (and its node-feature-discovery sub-chart's), in the order Helm creates them.
+CRD_FILES = ("nvidia.com_clusterpolicies.yaml", "nvidia.com_nvidiadrivers.yaml", "nfd-api-crds.yaml")
+
+
 @cache
-def _crd() -> dict[str, Any]:
-    return yaml.safe_load(_data_text("clusterpolicy-crd.yaml"))
+def _crds() -> tuple[dict[str, Any], ...]:
+    return tuple(doc for name in CRD_FILES for doc in yaml.safe_load_all(_data_text(f"crds/{name}")) if doc)
+
+
+def operator_crds() -> list[dict[str, Any]]:
+    """Fresh copies of every CustomResourceDefinition the chart installs (ClusterPolicy, NVIDIADriver, NFD's)."""
+    return copy.deepcopy(list(_crds()))
 
 
 def clusterpolicy_crd() -> dict[str, Any]:
     """A fresh copy of the ``clusterpolicies.nvidia.com`` CustomResourceDefinition."""
-    return copy.deepcopy(_crd())
+    return next(crd for crd in operator_crds() if crd["metadata"]["name"] == "clusterpolicies.nvidia.com")
 
 
 CLUSTERPOLICY_CRD: dict[str, Any] = clusterpolicy_crd()

@@ -112,4 +112,4 @@ def test_crd_is_cluster_scoped_with_status_and_age_columns():
     schema = version["schema"]["openAPIV3Schema"]["properties"]
     assert schema["status"]["properties"]["state"]["enum"] == ["ignored", "ready", "notReady"]
     assert schema["spec"]["properties"]["mig"]["properties"]["strategy"]["enum"] == ["none", "single", "mixed"]
-    assert schema["spec"]["properties"]["operator"]["properties"]["defaultRuntime"]["default"] == "docker"
+    assert schema["spec"]["properties"]["driver"]["properties"]["kernelModuleType"]["default"] == "auto"
