@@ -159,3 +159,25 @@ def test_schema_errors_block_the_rules_and_transition_rules_need_an_old_value(ru
                              check=False)
     assert proc.stderr.strip() == 'The Quota "q4" is invalid: spec.tier: Invalid value: "string": tier is immutable'
     assert rules_crd.kubectl("patch", "quota", "q4", "--type", "merge", "-p", '{"spec":{"max":3}}').returncode == 0
+
+
+def test_a_rule_that_does_not_compile_rejects_the_crd(cluster):
+    spec = {"type": "object", "properties": {"min": {"type": "integer"}},
+            "x-kubernetes-validations": [{"rule": "self.min <"}, {"rule": "'a'", "message": "m"}]}
+    crd = json.loads(RULES_CRD)
+    crd["metadata"]["name"] = "bads.rules.example.com"
+    crd["spec"]["names"] = {"kind": "Bad", "plural": "bads"}
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = spec
+    proc = cluster.kubectl("create", "-f", "-", input=json.dumps(crd), check=False)
+    at = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations"
+    rule = ('apiextensions.ValidationRule{{Rule:"{}", Message:"{}", MessageExpression:"", '
+            'Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}}')
+    assert proc.stderr.strip().splitlines() == [
+        'The CustomResourceDefinition "bads.rules.example.com" is invalid: ',
+        f"* {at}[0].rule: Invalid value: {rule.format('self.min <', '')}: compilation failed: ERROR: <input>:1:11: "
+        "Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', "
+        "NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}",
+        " | self.min <",
+        " | ..........^",
+        f"* {at}[1].rule: Invalid value: {rule.format(chr(39) + 'a' + chr(39), 'm')}: "
+        "cel expression must evaluate to a bool"]

@@ -33,6 +33,7 @@ from typing import Any
 
 from ..cel import CelCompileError, CelRuntimeError, Environment
 from ..errors import FieldError
+from ..gofmt import go_quote
 from . import gofield
 from .path import Path, child as _child, index as _index, key as _key
 
@@ -63,6 +64,51 @@ def blocking_error(errs: list[FieldError]) -> FieldError | None:
     if any(e.type in _BLOCKING_TYPES for e in errs):
         return gofield.invalid("<nil>", None, BLOCKED)
     return None
+
+
+def compile_errors(rules: list[dict], path: Path) -> list[FieldError]:
+    """What CRD validation reports for rules that do not compile (apiextensions validation.go, cel.Compile).
+
+    ``path`` is the schema node's; errors go to ``x-kubernetes-validations[i].rule`` (``compilation failed:
+    ...``, ``cel expression must evaluate to a bool``) and ``...messageExpression``.
+    """
+    errs: list[FieldError] = []
+    for i, rule in enumerate(rules):
+        expression = (rule.get("rule") or "").strip()
+        if not expression:
+            continue
+        at = path.child("x-kubernetes-validations").index(i)
+        detail = _compile_detail(expression, "bool", "")
+        if detail:
+            errs.append(gofield.invalid(at.child("rule"), _go_rule(rule), detail))
+        message_expression = (rule.get("messageExpression") or "").strip()
+        detail = message_expression and _compile_detail(message_expression, "string", "messageExpression ")
+        if detail:
+            errs.append(gofield.invalid(at.child("messageExpression"), _go_rule(rule), detail))
+    return errs
+
+
+def _compile_detail(expression: str, returns: str, prefix: str) -> str | None:
+    try:
+        program = ENVIRONMENT.compile(expression)
+    except CelCompileError as exc:
+        return f"{prefix}compilation failed: {exc}"
+    if program.returns not in (returns, "dyn"):
+        return f"{prefix}must evaluate to a string" if prefix else "cel expression must evaluate to a bool"
+    return None
+
+
+def _go_rule(rule: dict) -> gofield.GoText:
+    """%#v of an apiextensions.ValidationRule (a set pointer shows a stand-in address)."""
+    def pointer(type_name: str, value: Any) -> str:
+        return f"(*{type_name})(nil)" if value is None else f"(*{type_name})(0xc000a1c000)"
+    return gofield.GoText(
+        f"apiextensions.ValidationRule{{Rule:{go_quote(rule.get('rule') or '')}, "
+        f"Message:{go_quote(rule.get('message') or '')}, "
+        f"MessageExpression:{go_quote(rule.get('messageExpression') or '')}, "
+        f"Reason:{pointer('apiextensions.FieldValueErrorReason', rule.get('reason'))}, "
+        f"FieldPath:{go_quote(rule.get('fieldPath') or '')}, "
+        f"OptionalOldSelf:{pointer('bool', rule.get('optionalOldSelf'))}}}")
 
 
 def validate(s: dict, obj: Any, old: Any = None) -> list[FieldError]:
