@@ -115,6 +115,16 @@ def test_misspelt_clusterpolicy_field_is_warned_about_and_pruned(installed):
     assert stored["spec"]["driver"]["version"]   # the real field is untouched
 
 
+def test_the_rendered_cluster_policy_has_no_field_the_crd_prunes(installed):
+    from gpulab.gpustack import chart
+
+    for version in chart.KNOWN_VERSIONS:
+        policy = chart.cluster_policy(chart.values_for(version, {}), version=version)
+        proc = installed.kubectl("create", "--dry-run=server", "--validate=warn", "-f", "-",
+                                 input=json.dumps({**policy, "metadata": {"name": f"probe-{version}"}}))
+        assert proc.stderr == ""
+
+
 def test_nvidiadriver_type_is_immutable_with_nvidias_message(installed):
     installed.kubectl("apply", "-f", "-", input=NVIDIA_DRIVER)
     api = k8s.CustomObjectsApi(installed.client())
