@@ -13,6 +13,8 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
+from .conftest import wait_for
+
 pytestmark = pytest.mark.xdist_group("operator-crds")
 
 CHART_CRDS = {"clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com", "nodefeatures.nfd.k8s-sigs.io",
@@ -123,6 +125,20 @@ def test_the_rendered_cluster_policy_has_no_field_the_crd_prunes(installed):
         proc = installed.kubectl("create", "--dry-run=server", "--validate=warn", "-f", "-",
                                  input=json.dumps({**policy, "metadata": {"name": f"probe-{version}"}}))
         assert proc.stderr == ""
+
+
+def test_the_operator_creates_its_runtime_classes(installed):
+    def runtime_classes():
+        items = json.loads(installed.kubectl("get", "runtimeclass", "-o", "json").stdout)["items"]
+        return {rc["metadata"]["name"]: rc for rc in items}
+
+    found = wait_for(lambda: len(runtime_classes()) == 3 and runtime_classes(), what="the operator's RuntimeClasses")
+    assert sorted(found) == ["nvidia", "nvidia-cdi", "nvidia-legacy"]   # CDI is enabled by default
+    nvidia = found["nvidia"]
+    assert nvidia["handler"] == "nvidia"
+    assert nvidia["metadata"]["labels"] == {"app.kubernetes.io/component": "gpu-operator"}
+    owner = nvidia["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("ClusterPolicy", "cluster-policy", True)
 
 
 def test_nvidiadriver_type_is_immutable_with_nvidias_message(installed):
