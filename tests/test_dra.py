@@ -186,7 +186,7 @@ def test_scheduling_errors_read_as_upstreams(core, resource, driver):
     core.create_namespaced_pod(NS, pod("classless", {"resourceClaimTemplateName": "classless"}))
     typo = wait_for(lambda: events(core, "typo", "FailedScheduling"), what="typo's event")[0]
     assert typo.startswith('running "DynamicResources" filter plugin: claim default/typo-accel-')
-    assert typo.endswith(f": selector #0 on device {DRIVER}/{NODE}/accel-0: CEL runtime error: no such key: modle")
+    assert typo.endswith(": selector #0: CEL runtime error: no such key: modle")
     classless = wait_for(lambda: events(core, "classless", "FailedScheduling"), what="classless's event")[0]
     assert classless == ("0/4 nodes are available: request accel: device class missing.example.com does not exist. "
                          "still not schedulable, preemption: 0/4 nodes are available: 4 Preemption is not helpful "
@@ -205,8 +205,8 @@ def test_a_failed_prepare_is_the_kubelets_event_and_a_claim_deleted_in_use_stays
     failed = wait_for(lambda: events(core, "user", "FailedPrepareDynamicResources"), what="the prepare failure")
     assert failed[0] == ("Failed to prepare dynamic resources: prepare dynamic resources: NodePrepareResources "
                          "failed for ResourceClaim shared: example failure")
+    driver.fail = ""   # before the answer goes, or the driver's loop may answer with the failure again
     resource.patch_namespaced_resource_claim("shared", NS, {"metadata": {"annotations": {PREPARED: None}}})
-    driver.fail = ""
     wait_for(lambda: core.read_namespaced_pod("user", NS).status.phase == "Running", what="user running")
     kubectl("delete", "resourceclaim", "shared", "--wait=false")
     assert kubectl("get", "resourceclaim", "shared", "--no-headers").stdout.split()[1] == \
