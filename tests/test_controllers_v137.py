@@ -327,7 +327,8 @@ def test_replication_controller_and_cronjob_manual_run(cluster, kubectl):
     wait_for(lambda: len([p for p in core.list_namespaced_pod("default", label_selector="app=legacy").items
                           if not p.metadata.deletion_timestamp]) == 1, timeout=60, what="scale down")
 
-    kubectl("create", "cronjob", "nightly", "--image=busybox", "--schedule=0 3 * * *", "--", "echo", "hi")
+    # the manual Job runs long enough to be seen active (one that finished first would never be listed)
+    kubectl("create", "cronjob", "nightly", "--image=busybox", "--schedule=0 3 * * *", "--", "sleep", "600")
     row = _rows(kubectl("get", "cronjob", "nightly").stdout)
     assert row[0] == ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"]
     assert row[1][:6] == ["nightly", "0 3 * * *", "<none>", "False", "0", "<none>"]
