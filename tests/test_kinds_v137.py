@@ -8,8 +8,7 @@ import re
 
 import pytest
 
-# `kubectl api-resources` of a v1.37 kind cluster, less the RBAC and authentication/authorization review APIs
-# (another part of issue 12) and resource.k8s.io (DRA: a later issue); docs/fidelity.md lists them.
+# `kubectl api-resources` of a v1.37 kind cluster, less DeviceTaintRule (docs/fidelity.md says why).
 API_RESOURCES = """
 bindings  v1 true Binding
 componentstatuses cs v1 false ComponentStatus

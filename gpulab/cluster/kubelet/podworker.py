@@ -22,8 +22,8 @@ from ..gofmt import go_duration, truncate_ms
 from ..objects import parse_time, rfc3339
 from . import devices, dra, podstatus
 from .admission import Rejection, admit
-from .containerenv import (ContainerConfigError, MountError, container_argv, container_env, container_files,
-                           pod_hostname, volume_files)
+from .containerenv import (ClaimNotBound, ContainerConfigError, MountError, container_argv, container_env,
+                           container_files, pod_hostname, volume_files)
 from .images import Image, ImageReference, InvalidReference, PullError, parse_reference
 from .process import Process
 from .shell import World
@@ -142,6 +142,7 @@ class PodWorker:
         self.dra_allocation: Allocation | None = None  # what the pod's prepared claims give containers
         self.dra_error = ""
         self.next_mount_retry = 0.0
+        self.mount_wait_since: float | None = None  # when WaitForAttachAndMount began waiting for a claim
 
     # --- helpers -----------------------------------------------------------
     @property
@@ -325,6 +326,16 @@ class PodWorker:
                 return False
             try:
                 self.volumes = volume_files(self.k.api, self.pod, host_ip=self.node.host_ip, pod_ip="")
+            except ClaimNotBound as exc:
+                if self.mount_wait_since is None:
+                    self.mount_wait_since = now
+                if now - self.mount_wait_since < self.k.timings.mount_timeout:
+                    self._wake(now + self.k.timings.mount_retry)
+                    return False
+                self.mount_wait_since = now
+                self._event("Warning", "FailedMount", str(exc))
+                self._wake(now + self.k.timings.mount_retry)
+                return False
             except MountError as exc:
                 self._event("Warning", "FailedMount", str(exc))
                 self.next_mount_retry = now + self.k.timings.backoff_resync
