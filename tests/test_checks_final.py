@@ -8,13 +8,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from gpulab import checks
 from gpulab.checks.final import QUESTIONS
-from tests.conftest import ROOT
+from tests.conftest import ROOT, stop_cluster
+from tests.test_checks_common import FakeGpuStack, start_plain_cluster
 
 KEYS = ROOT / "grader" / "answer_keys.py"
 FINAL = ROOT / "solutions" / "final-assessment" / "final-assessment.ipynb"
@@ -25,11 +27,13 @@ def record(check_id: str, answer):
     return checks.run(check_id, answer, client=object())      # a question: the cluster is not read
 
 
-def grader_verdicts(calls: list[tuple[str, object]]) -> list[dict]:
-    """The verdicts of a process that loaded the grader's keys, as the grading process does."""
+def grader_verdicts(calls: list[tuple[str, object]], kubeconfig: Path | None = None) -> list[dict]:
+    """The verdicts of a process that loaded the grader's keys, as the grading process does (reading the cluster of
+    ``kubeconfig``, if given, as the graded notebook's kernel does)."""
+    api = f"config.new_client_from_config(config_file={str(kubeconfig)!r})" if kubeconfig else "object()"
     script = (f"import json, runpy, sys; runpy.run_path({str(KEYS)!r}); from gpulab import checks; "
-              "calls = json.loads(sys.stdin.read()); "
-              "print(json.dumps([vars(checks.run(c, a, client=object())) for c, a in calls]))")
+              f"from kubernetes import config; api = {api}; calls = json.loads(sys.stdin.read()); "
+              "print(json.dumps([vars(checks.run(c, a, client=api)) for c, a in calls]))")
     proc = subprocess.run([sys.executable, "-c", script], input=json.dumps(calls), capture_output=True, text=True,
                           timeout=120, check=True)
     return json.loads(proc.stdout)
@@ -79,6 +83,30 @@ def test_the_grader_judges_with_its_keys():
         assert result.passed == (option == key), (check_id, option)
         assert result.reason == (f"right: ({key}) {question.options[key]}" if option == key else
                                  f"({option}) is not it: {question.why_not[option]}")
+
+
+def test_the_grader_counts_the_clusters_gpus_and_the_learner_only_records(tmp_path):
+    """final.allocatable_gpus: a learner's check records any whole number alike; the grader judges it against the
+    cluster, so a single node's count (the mistake) fails saying so and the cluster's total passes."""
+    cluster = start_plain_cluster(tmp_path)
+    try:
+        stack = FakeGpuStack(cluster)
+        stack.standard()                                 # 8 H100 + 4 A100 GPUs advertised
+        for answer in (8, 12, "12"):
+            result = checks.run("final.allocatable_gpus", answer, client=stack.api)
+            assert result.recorded and not result.passed, answer
+            assert result.reason == (f"your answer {int(answer)} is recorded; this assessment says right or wrong "
+                                     "only when it is graded (the grade's feedback explains each question)")
+        assert record("final.allocatable_gpus", "many").reason == "'many' is not a whole number"
+        assert record("final.allocatable_gpus", None).reason == "no answer yet: allocatable_gpus is still None"
+        single, total, nodes = grader_verdicts([("final.allocatable_gpus", a) for a in (8, 12, 2)], cluster.kubeconfig)
+    finally:
+        stop_cluster(cluster)
+    assert not single["passed"] and not single["recorded"]
+    assert single["reason"] == "8 is what a single node advertises; the question asks for the whole cluster"
+    assert not nodes["passed"] and nodes["reason"] == "2 is the number of GPU nodes; the question asks for GPUs"
+    assert total["passed"], total
+    assert total["reason"] == "right: 12 nvidia.com/gpu allocatable (gpulab-worker2 8, gpulab-worker3 4)"
 
 
 def test_the_final_prints_the_options_the_grader_judges():
