@@ -52,14 +52,18 @@ MISTAKES = {
     "lab04-sharing": {
         "h100-time-sliced": ({"timeslicing_a100_answer": None}, {"timeslicing_a100_test"}),   # see _h100_too
     },
-    "final-assessment": {
-        "wrong-choice": ({"forgotten_toleration_answer": 'answer_1 = "a"'}, {"forgotten_toleration_test"}),
+    "final-assessment": {      # one learner, three mistakes: each costs its own cell (the grader's keys judge two)
+        "mistakes": ({"allocatable_gpus_answer": "allocatable_gpus = 8",
+                      "timeslicing_a100_answer": None,
+                      "forgotten_toleration_answer": 'answer_1 = "a"'},
+                     {"allocatable_gpus_test", "timeslicing_a100_test", "forgotten_toleration_test"}),
     },
 }
 
 
 def _h100_too(solution: str) -> str:
-    """lab04's solution with the time-slicing config selected on the H100 node too: the mistake the check catches."""
+    """lab04's (and the final's) solution with the time-slicing config selected on the H100 node too: the mistake
+    the check catches."""
     return solution + ('\ngpulab.kubectl("label node gpulab-worker2 nvidia.com/device-plugin.config=a100-40gb")\n'
                        'gpulab.wait_for(gpulab.conditions.node_labelled("gpulab-worker2", "nvidia.com/gpu.replicas", '
                        '"4"), timeout=300)')
@@ -115,9 +119,12 @@ def test_feedback_names_the_mistake(graded):
         "lab01-gpu-operator": "the driver is not pinned: release",
         "lab03-h100-pod": "is not one of the options (a, b, c, d)",
         "lab04-sharing": "the H100 node gpulab-worker2 is time-sliced too",
-        "final-assessment": "(a) is not it: a resource request does not tolerate a taint",
+        "final-assessment": ("8 is what a single node advertises; the question asks for the whole cluster",
+                             "the H100 node gpulab-worker2 is time-sliced too",
+                             "(a) is not it: a resource request does not tolerate a taint"),
     }[lab]
-    assert expected in page.replace("&#39;", "'")
+    page = page.replace("&#39;", "'")
+    assert all(words in page for words in ((expected,) if isinstance(expected, str) else expected)), lab
 
 
 # --- nbgrader validate ------------------------------------------------------------------------------------------
