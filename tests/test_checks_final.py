@@ -6,6 +6,7 @@ in the installed package: a learner's ``gpulab.check`` records a well-formed ans
 from __future__ import annotations
 
 import json
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import nbformat
 import pytest
 
 from gpulab import checks
+from gpulab.checks import keys as keyed_questions
 from gpulab.checks.final import QUESTIONS
 from tests.conftest import ROOT, stop_cluster
 from tests.test_checks_common import FakeGpuStack, start_plain_cluster
@@ -25,6 +27,12 @@ MULTIPLE_CHOICE = ("final.forgotten_toleration", "final.copied_density")
 
 def record(check_id: str, answer):
     return checks.run(check_id, answer, client=object())      # a question: the cluster is not read
+
+
+def answer_keys(monkeypatch) -> dict:
+    """The grader's keys file, read without installing its judges here: this process stays a learner's."""
+    monkeypatch.setattr(keyed_questions, "install", lambda check_id, judge: None)
+    return runpy.run_path(str(KEYS))
 
 
 def grader_verdicts(calls: list[tuple[str, object]], kubeconfig: Path | None = None) -> list[dict]:
@@ -58,21 +66,21 @@ def test_a_learners_check_records_an_answer_and_judges_nothing(check_id, capsys)
     assert unanswered.reason == f"no answer yet: {QUESTIONS[check_id][1]} is still None"
 
 
-def test_the_package_holds_no_key():
+def test_the_package_holds_no_key(monkeypatch):
     """Neither an option's text nor why it is wrong is in the installed package: nothing there to read the key from."""
-    keys = __import__("runpy").run_path(str(KEYS))
+    keys = answer_keys(monkeypatch)
     sources = "\n".join(p.read_text() for p in (ROOT / "gpulab").rglob("*.py"))
     for question in (keys["FORGOTTEN_TOLERATION"], keys["COPIED_DENSITY"]):
         for text in (*question.options.values(), *question.why_not.values()):
             assert text[:60] not in sources
 
 
-def test_the_grader_judges_with_its_keys():
+def test_the_grader_judges_with_its_keys(monkeypatch):
     from gpulab.checks.result import Result
 
     calls = [(c, option) for c in MULTIPLE_CHOICE for option in "abcd"] + [("final.copied_density", "e")]
     verdicts = grader_verdicts(calls)
-    keys = __import__("runpy").run_path(str(KEYS))
+    keys = answer_keys(monkeypatch)
     for (check_id, option), verdict in zip(calls, verdicts):
         result = Result(**verdict)
         assert not result.recorded
@@ -109,8 +117,8 @@ def test_the_grader_counts_the_clusters_gpus_and_the_learner_only_records(tmp_pa
     assert total["reason"] == "right: 12 nvidia.com/gpu allocatable (gpulab-worker2 8, gpulab-worker3 4)"
 
 
-def test_the_final_prints_the_options_the_grader_judges():
-    keys = __import__("runpy").run_path(str(KEYS))
+def test_the_final_prints_the_options_the_grader_judges(monkeypatch):
+    keys = answer_keys(monkeypatch)
     text = "\n".join(c.source for c in nbformat.read(FINAL, as_version=4).cells if c.cell_type == "markdown")
     for question, _ in keys["KEYS"].values():
         for letter, option in question.options.items():
