@@ -53,7 +53,9 @@ def clusterpolicy_ready() -> Callable[[], Progress]:
     node (each old pod taking its grace period), and the ClusterPolicy turns
     ``notReady`` whenever a node is between two pods: so it also waits for every
     rolling-update DaemonSet of the ClusterPolicy to be rolled out, as
-    ``kubectl rollout status`` judges it.
+    ``kubectl rollout status`` judges it. And while the device plugin runs, for
+    each GPU node to advertise its GPUs: a node between two device plugin pods
+    advertises none for a moment, which a count read then would take for an answer.
     """
     def poll() -> Progress:
         settled, detail = clusterpolicy_settled(_reader())
@@ -67,8 +69,11 @@ def clusterpolicy_settled(reader: ClusterReader) -> tuple[bool, str]:
     if not policies:
         return False, "absent"
     state = (policies[0].get("status") or {}).get("state") or "unknown"
-    mig_manager = ((policies[0].get("spec") or {}).get("migManager") or {}).get("enabled", True)
-    waiting = [f"{name} ({operand})" for name, operand in _unsettled_gpu_nodes(reader.nodes(), mig_manager)]
+    spec = policies[0].get("spec") or {}
+    mig_manager = (spec.get("migManager") or {}).get("enabled", True)
+    device_plugin = (spec.get("devicePlugin") or {}).get("enabled", True)
+    waiting = [f"{name} ({operand})" for name, operand in _unsettled_gpu_nodes(reader.nodes(), mig_manager,
+                                                                               device_plugin)]
     if waiting:
         return False, f"{state}, operands still starting on {', '.join(waiting)}"
     namespace = (policies[0].get("status") or {}).get("namespace")
@@ -95,7 +100,14 @@ def _rolling_out(daemonsets: list[dict], owner_uid: str | None) -> list[str]:
     return busy
 
 
-def _unsettled_gpu_nodes(nodes: list[dict], mig_manager_enabled) -> list[tuple[str, str]]:
+def _advertises_gpus(node: dict) -> bool:
+    """Whether the node's device plugin has registered: some ``nvidia.com/`` resource (whole GPUs, shared
+    replicas or MIG slices) is allocatable."""
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    return any(key.startswith("nvidia.com/") and str(value) != "0" for key, value in allocatable.items())
+
+
+def _unsettled_gpu_nodes(nodes: list[dict], mig_manager_enabled, device_plugin_enabled=True) -> list[tuple[str, str]]:
     unsettled = []
     for node in nodes:
         labels = node["metadata"].get("labels") or {}
@@ -107,6 +119,9 @@ def _unsettled_gpu_nodes(nodes: list[dict], mig_manager_enabled) -> list[tuple[s
         elif mig_manager_enabled is not False and labels.get("nvidia.com/mig.capable") == "true" \
                 and labels.get("nvidia.com/mig.config.state") not in ("success", "failed"):
             unsettled.append((node["metadata"]["name"], "MIG manager"))
+        elif device_plugin_enabled is not False and not _advertises_gpus(node) \
+                and labels.get("nvidia.com/gpu.deploy.device-plugin", "true") != "false":
+            unsettled.append((node["metadata"]["name"], "device plugin"))
     return unsettled
 
 

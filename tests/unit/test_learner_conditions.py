@@ -27,8 +27,8 @@ class Reader:
         return self._nodes
 
 
-def node(name, labels):
-    return {"metadata": {"name": name, "labels": labels}}
+def node(name, labels, gpus="8"):
+    return {"metadata": {"name": name, "labels": labels}, "status": {"allocatable": {"nvidia.com/gpu": gpus}}}
 
 
 PRESENT = {"nvidia.com/gpu.present": "true"}
@@ -51,6 +51,17 @@ def test_ready_before_gfd_labelled_a_gpu_node_is_not_settled():
 def test_ready_before_the_mig_manager_ran_is_not_settled():
     settled, detail = clusterpolicy_settled(Reader("ready", [H100_PENDING]))
     assert not settled and "gpulab-worker2 (MIG manager)" in detail
+
+
+def test_ready_while_a_gpu_node_is_between_two_device_plugin_pods_is_not_settled():
+    """A config change restarts the device plugin: until the new pod registers, the node advertises no GPU."""
+    between = node("gpulab-worker2", H100_DONE["metadata"]["labels"], gpus="0")
+    settled, detail = clusterpolicy_settled(Reader("ready", [CPU, between]))
+    assert not settled and "gpulab-worker2 (device plugin)" in detail
+    mig_only = {"metadata": H100_DONE["metadata"], "status": {"allocatable": {"nvidia.com/gpu": "0",
+                                                                             "nvidia.com/mig-1g.10gb": "7"}}}
+    assert clusterpolicy_settled(Reader("ready", [mig_only])) == (True, "ready")
+    assert clusterpolicy_settled(Reader("ready", [between], {"devicePlugin": {"enabled": False}}))[0]
 
 
 def test_mig_manager_disabled_is_not_waited_for():
