@@ -23,7 +23,9 @@ does (for a lab with starting steps, a copy of its template cluster), and
 started as a fresh ``python -m gpulab.embedded`` with the steps applied. Wrong grades are counted
 against the score each submission earns on a cluster of its own: the shared
 cluster of the baseline lets partial submissions inherit earlier ones' work.
-Run ``python -m bench grading``; ``GPULAB_BENCH_SUBMISSIONS`` sets N (20).
+Run ``python -m bench grading``; ``GPULAB_BENCH_SUBMISSIONS`` sets N (20), and
+``GPULAB_BENCH_RUNS=jobs2`` (a comma-separated choice of ``cluster``, ``baseline``,
+``jobs1``, ``jobs2``) runs only those parts, for before/after comparisons on a busy machine.
 """
 from __future__ import annotations
 
@@ -163,9 +165,40 @@ def _figures(times: tuple[float, float], count: int, wrong: int) -> dict:
             "cpu_seconds": round(cpu, 1), "cpu_seconds_per_submission": round(cpu / count, 2), "wrong_grades": wrong}
 
 
+RUNS = ("cluster", "baseline", "jobs1", "jobs2")
+
+
+def _partial(lab: str, count: int, runs: set[str]) -> dict:
+    """Only the chosen runs (``GPULAB_BENCH_RUNS``), with their figures."""
+    tmp = Path(tempfile.mkdtemp(prefix="gpulab-bench-grading-"))
+    figures: dict = {"lab": lab, "submissions": count, "load_average_before": [round(x, 2) for x in os.getloadavg()]}
+    try:
+        if "cluster" in runs:
+            figures["cluster_per_submission"] = _cluster_cost(tmp, lab)
+        if "baseline" in runs:
+            base, wrong = _baseline(tmp, lab, count)
+            figures["nbgrader_autograde_shared_cluster"] = _figures(base, count, wrong)
+        course = _course(tmp / "hermetic", lab)
+        expected = _submit_all(course, count)
+        for jobs in (1, 2):
+            if f"jobs{jobs}" in runs:
+                times, wrong = _gpulab_grade(course, expected, jobs, "--force")
+                figures[f"gpulab_grade_jobs_{jobs}"] = _figures(times, count, wrong)
+                print(f"gpulab grade --jobs {jobs}: {times[0]:.1f}s, {times[1]:.1f} CPU s", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    figures["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    return figures
+
+
 def main() -> dict:
     lab = os.environ.get("GPULAB_BENCH_LAB", course_tools.FIXTURE_LAB)
     count = int(os.environ.get("GPULAB_BENCH_SUBMISSIONS", "20"))
+    runs = {r.strip() for r in os.environ.get("GPULAB_BENCH_RUNS", ",".join(RUNS)).split(",") if r.strip()}
+    if runs - set(RUNS):
+        raise SystemExit(f"GPULAB_BENCH_RUNS: unknown {sorted(runs - set(RUNS))}; choose from {', '.join(RUNS)}")
+    if runs != set(RUNS):
+        return _partial(lab, count, runs)
     tmp = Path(tempfile.mkdtemp(prefix="gpulab-bench-grading-"))
     load_before = os.getloadavg()
     try:
