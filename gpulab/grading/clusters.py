@@ -81,9 +81,9 @@ class SubmissionCluster:
     def api_client(self):
         """The grader's own client: the credentials read when the cluster started, not the file the kernel sees."""
         if self._client is None:
-            from kubernetes import config
+            from ..kubeclient import kube_config
 
-            self._client = config.new_client_from_config_dict(self.kubeconfig)
+            self._client = kube_config.new_client_from_config_dict(self.kubeconfig)
         return self._client
 
     def learner_kubeconfig(self) -> Path:
