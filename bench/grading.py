@@ -23,7 +23,9 @@ does (for a lab with starting steps, a copy of its template cluster), and
 started as a fresh ``python -m gpulab.embedded`` with the steps applied. Wrong grades are counted
 against the score each submission earns on a cluster of its own: the shared
 cluster of the baseline lets partial submissions inherit earlier ones' work.
-Run ``python -m bench grading``; ``GPULAB_BENCH_SUBMISSIONS`` sets N (20).
+Run ``python -m bench grading``; ``GPULAB_BENCH_SUBMISSIONS`` sets N (20), and
+``GPULAB_BENCH_RUNS=jobs2`` (a comma-separated choice of ``cluster``, ``baseline``,
+``jobs1``, ``jobs2``) runs only those parts, for before/after comparisons on a busy machine.
 """
 from __future__ import annotations
 
@@ -163,41 +165,51 @@ def _figures(times: tuple[float, float], count: int, wrong: int) -> dict:
             "cpu_seconds": round(cpu, 1), "cpu_seconds_per_submission": round(cpu / count, 2), "wrong_grades": wrong}
 
 
+RUNS = ("cluster", "baseline", "jobs1", "jobs2")
+
+
 def main() -> dict:
     lab = os.environ.get("GPULAB_BENCH_LAB", course_tools.FIXTURE_LAB)
     count = int(os.environ.get("GPULAB_BENCH_SUBMISSIONS", "20"))
+    runs = {r.strip() for r in os.environ.get("GPULAB_BENCH_RUNS", ",".join(RUNS)).split(",") if r.strip()}
+    if runs - set(RUNS):
+        raise SystemExit(f"GPULAB_BENCH_RUNS: unknown {sorted(runs - set(RUNS))}; choose from {', '.join(RUNS)}")
+    figures: dict = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+                     "load_average_before": [round(x, 2) for x in os.getloadavg()], "lab": lab, "submissions": count}
+    times: dict[str, tuple[float, float]] = {}
     tmp = Path(tempfile.mkdtemp(prefix="gpulab-bench-grading-"))
-    load_before = os.getloadavg()
     try:
-        cluster = _cluster_cost(tmp, lab)
-        print(f"one submission's cluster: {cluster}", flush=True)
-        base, base_wrong = _baseline(tmp, lab, count)
-        print(f"nbgrader autograde (shared cluster): {base[0]:.1f}s, {base[1]:.1f} CPU s", flush=True)
+        if "cluster" in runs:
+            figures["cluster_per_submission"] = _cluster_cost(tmp, lab)
+            print(f"one submission's cluster: {figures['cluster_per_submission']}", flush=True)
+        if "baseline" in runs:
+            times["baseline"], wrong = _baseline(tmp, lab, count)
+            figures["nbgrader_autograde_shared_cluster"] = _figures(times["baseline"], count, wrong)
+            print(f"nbgrader autograde (shared cluster): {times['baseline'][0]:.1f}s, "
+                  f"{times['baseline'][1]:.1f} CPU s", flush=True)
         course = _course(tmp / "hermetic", lab)
         expected = _submit_all(course, count)
-        one, one_wrong = _gpulab_grade(course, expected, 1)
-        print(f"gpulab grade --jobs 1: {one[0]:.1f}s, {one[1]:.1f} CPU s", flush=True)
-        two, two_wrong = _gpulab_grade(course, expected, 2, "--force")
-        print(f"gpulab grade --jobs 2: {two[0]:.1f}s, {two[1]:.1f} CPU s", flush=True)
+        for jobs in (1, 2):
+            if f"jobs{jobs}" in runs:
+                times[f"jobs{jobs}"], wrong = _gpulab_grade(course, expected, jobs, "--force")
+                figures[f"gpulab_grade_jobs_{jobs}"] = _figures(times[f"jobs{jobs}"], count, wrong)
+                print(f"gpulab grade --jobs {jobs}: {times[f'jobs{jobs}'][0]:.1f}s, "
+                      f"{times[f'jobs{jobs}'][1]:.1f} CPU s", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    ratio, cpu_ratio = one[0] / base[0], one[1] / base[1]
-    jobs_2 = _figures(two, count, two_wrong)
-    return {
-        "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-        "load_average_before": [round(x, 2) for x in load_before],
-        "load_average_after": [round(x, 2) for x in os.getloadavg()],
-        "lab": lab, "submissions": count,
-        "cluster_per_submission": cluster,
-        "nbgrader_autograde_shared_cluster": _figures(base, count, base_wrong),
-        "gpulab_grade_jobs_1": _figures(one, count, one_wrong),
-        "gpulab_grade_jobs_2": jobs_2,
-        "cost_ratio_jobs_1_vs_nbgrader": {"wall": round(ratio, 3), "cpu": round(cpu_ratio, 3)},
-        "cluster_overhead_percent": {"wall": round((ratio - 1) * 100, 1), "cpu": round((cpu_ratio - 1) * 100, 1)},
-        "targets": {"per_minute": TARGET_PER_MINUTE, "overhead_percent": TARGET_OVERHEAD_PERCENT},
-        "met": {"per_minute": jobs_2["per_minute"] >= TARGET_PER_MINUTE,
-                "overhead_percent": max(ratio, cpu_ratio) - 1 <= TARGET_OVERHEAD_PERCENT / 100},
-    }
+    figures["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    figures["targets"], figures["met"] = {"per_minute": TARGET_PER_MINUTE}, {}
+    if "jobs2" in runs:
+        figures["met"]["per_minute"] = figures["gpulab_grade_jobs_2"]["per_minute"] >= TARGET_PER_MINUTE
+    if {"baseline", "jobs1"} <= runs:
+        ratio = times["jobs1"][0] / times["baseline"][0]
+        cpu_ratio = times["jobs1"][1] / times["baseline"][1]
+        figures["cost_ratio_jobs_1_vs_nbgrader"] = {"wall": round(ratio, 3), "cpu": round(cpu_ratio, 3)}
+        figures["cluster_overhead_percent"] = {"wall": round((ratio - 1) * 100, 1),
+                                               "cpu": round((cpu_ratio - 1) * 100, 1)}
+        figures["targets"]["overhead_percent"] = TARGET_OVERHEAD_PERCENT
+        figures["met"]["overhead_percent"] = max(ratio, cpu_ratio) - 1 <= TARGET_OVERHEAD_PERCENT / 100
+    return figures
 
 
 if __name__ == "__main__":

@@ -46,9 +46,15 @@ def node_images() -> tuple:
 
 
 def load_server() -> None:
-    """Import what :func:`main` runs, so a process that forks servers pays for it once."""
+    """Import what :func:`main` runs, so a process that forks servers pays for it once: the GPU stack's
+    reconciler and the official client it talks through included (the add-on imports them when a cluster first
+    serves the ClusterPolicy CRD: most of a second of CPU per forked server otherwise)."""
     from .cluster import serve  # noqa: F401
-    from .gpustack import addon, nodeimages  # noqa: F401
+    from .cluster.kubelet.settings import load_lifecycle
+    from .gpustack import addon, hardware, nodeimages, reconciler  # noqa: F401
+
+    load_lifecycle()            # data files every server parses (cached): parsed once, before the forks
+    hardware.catalog()
 
 
 def main(argv: list[str] | None = None) -> int:

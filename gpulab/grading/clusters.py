@@ -13,8 +13,10 @@ it at a fake API server, or restarting the cluster from a doctored state
 directory changes nothing the grader reads.
 
 A lab whose starting state takes steps (the GPU Operator installed, nodes
-labelled: seconds of the cluster's work) is built once per grading process as a
-stopped *template* cluster; each submission's cluster is a copy of its state,
+labelled: seconds of the cluster's work) is built once per grading run as a
+stopped *template* cluster (by ``gpulab grade``'s driver, while its grading
+processes start, and handed to them in ``$GPULAB_GRADING_TEMPLATE``; a grading
+process without one builds its own); each submission's cluster is a copy of its state,
 given a PKI (CA, serving certificate, bearer token) and a port of its own, and
 resumed, as ``gpulab cluster up`` resumes a stopped cluster. So clusters share
 nothing: no two have a key, token or port in common, and a submission's kernel,
@@ -48,6 +50,7 @@ from .forkserver import SOCKET_ENV, ForkServer
 
 CLUSTER_NAME = lifecycle.DEFAULT_NAME
 BASE_DIR_ENV = "GPULAB_GRADING_DIR"     # where submission clusters live (default: the system temp directory)
+TEMPLATE_ENV = "GPULAB_GRADING_TEMPLATE"  # a stopped cluster in the lab's starting state, shared by a grading run
 _HOME_LOCK = threading.Lock()           # lifecycle reads GPULAB_HOME from the environment
 
 
@@ -78,9 +81,9 @@ class SubmissionCluster:
     def api_client(self):
         """The grader's own client: the credentials read when the cluster started, not the file the kernel sees."""
         if self._client is None:
-            from kubernetes import config
+            from ..kubeclient import kube_config
 
-            self._client = config.new_client_from_config_dict(self.kubeconfig)
+            self._client = kube_config.new_client_from_config_dict(self.kubeconfig)
         return self._client
 
     def learner_kubeconfig(self) -> Path:
@@ -245,6 +248,7 @@ class ClusterSupply:
         self._forkserver = ForkServer(base_directory(base_dir))
         self._template: Path | None = None
         self._template_built = False
+        self._owns_template = True
 
     def take(self) -> SubmissionCluster:
         future = self._spare or self._start()
@@ -255,9 +259,14 @@ class ClusterSupply:
         return self._starter.submit(self._start_one)
 
     def _start_one(self) -> SubmissionCluster:
-        """Runs on the one starter thread, so the template is built once, before the first copy."""
+        """Runs on the one starter thread, so the template is built once, before the first copy (unless the
+        grading run built it: ``$GPULAB_GRADING_TEMPLATE``, which this supply then uses but never removes)."""
         if not self._template_built:
-            self._template = build_template(self.lab, self.base_dir, self._forkserver)
+            shared = os.environ.get(TEMPLATE_ENV)
+            if shared and lab_steps(self.lab):
+                self._template, self._owns_template = Path(shared), False
+            else:
+                self._template = build_template(self.lab, self.base_dir, self._forkserver)
             self._template_built = True
         return start_cluster(self.lab, self.base_dir, self._forkserver, self._template)
 
@@ -270,7 +279,7 @@ class ClusterSupply:
                 pass
         self._starter.shutdown(wait=True)
         self._forkserver.stop()
-        if self._template is not None:
+        if self._template is not None and self._owns_template:
             shutil.rmtree(self._template.parent.parent, ignore_errors=True)
 
 

@@ -20,12 +20,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from .clusters import BASE_DIR_ENV, stop_clusters_under
+from .clusters import BASE_DIR_ENV, TEMPLATE_ENV, build_template, stop_clusters_under
 
 
 class GradingError(RuntimeError):
@@ -82,12 +83,43 @@ def check_ready(course_dir: Path, lab: str) -> None:
                                "there, and nbgrader would skip it)") from None
 
 
+class _Template:
+    """The lab's template cluster (:func:`.clusters.build_template`), built once for the whole run in a thread
+    while the grading processes start (they import nbgrader meanwhile), instead of once by each of them. Its
+    state lands at ``path``, which the grading processes get in ``$GPULAB_GRADING_TEMPLATE`` and first read
+    when given a submission, so after :meth:`ready`."""
+
+    def __init__(self, lab: str, scratch: Path):
+        self.path = scratch / "template"
+        self._building = scratch / "template-build"
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._build, args=(lab,), name="gpulab-template", daemon=True)
+        self._thread.start()
+
+    def _build(self, lab: str) -> None:
+        try:
+            built = build_template(lab, self._building)
+            if built is not None:
+                built.rename(self.path)
+        except BaseException as exc:  # noqa: BLE001 - reported by ready(), in the driver's thread
+            self.error = exc
+        finally:
+            stop_clusters_under(self._building)
+            shutil.rmtree(self._building, ignore_errors=True)
+
+    def ready(self) -> None:
+        self._thread.join()
+        if self.error is not None:
+            raise GradingError(f"the starting state of {self.path.parent.name} could not be built: "
+                               f"{self.error}") from self.error
+
+
 class _Worker:
-    def __init__(self, index: int, course_dir: Path, lab: str, force: bool, scratch: Path):
+    def __init__(self, index: int, course_dir: Path, lab: str, force: bool, scratch: Path, environ: dict):
         self.directory = scratch / f"worker-{index}"
         self.directory.mkdir(parents=True, exist_ok=True)
         self.log_path = self.directory.with_suffix(".log")
-        env = dict(os.environ, **{BASE_DIR_ENV: str(self.directory)})
+        env = dict(environ, **{BASE_DIR_ENV: str(self.directory), TEMPLATE_ENV: str(scratch / "template")})
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # nbgrader runs alembic
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
@@ -146,18 +178,23 @@ def grade(course_dir: Path, lab: str, *, jobs: int = 2, force: bool = False, pro
     workers: list[_Worker] = []
     spawned = 0
 
-    def spawn() -> None:
+    def spawn() -> _Worker:
         nonlocal spawned
-        worker = _Worker(spawned, course_dir, lab, force, scratch)
+        worker = _Worker(spawned, course_dir, lab, force, scratch, environ)
         spawned += 1
         workers.append(worker)
         selector.register(worker.process.stdout, selectors.EVENT_READ, worker)
-        worker.give(queue.popleft())
+        return worker
 
     bar = tqdm(total=len(students), desc=f"grading {lab}", unit="submission", file=sys.stderr, disable=not progress)
+    environ = dict(os.environ)      # before the template's thread sets GPULAB_HOME for a while (clusters._up)
+    template = _Template(lab, scratch) if queue else None
     try:
-        for _ in range(min(max(jobs, 1), len(queue))):
-            spawn()
+        starting = [spawn() for _ in range(min(max(jobs, 1), len(queue)))]
+        if template is not None:
+            template.ready()
+        for worker in starting:
+            worker.give(queue.popleft())
         while any(w.student for w in workers):
             for key, _ in selector.select():
                 worker: _Worker = key.data
@@ -180,7 +217,7 @@ def grade(course_dir: Path, lab: str, *, jobs: int = 2, force: bool = False, pro
                     _forget_partial(course_dir, worker.student, lab)
                     worker.student = None
                     if queue:
-                        spawn()
+                        spawn().give(queue.popleft())
                 bar.update(1)
                 bar.set_postfix(failed=sum(1 for o in outcomes.values() if o.status == "failed"), refresh=False)
     except BaseException:          # interrupted: nothing half-graded may look graded to the next run
@@ -194,6 +231,7 @@ def grade(course_dir: Path, lab: str, *, jobs: int = 2, force: bool = False, pro
         for worker in workers:
             worker.close()
         selector.close()
+        stop_clusters_under(scratch)             # the template's server, were the run interrupted while it built
         shutil.rmtree(scratch, ignore_errors=True)
     _add_scores(course_dir, lab, outcomes)
     return Report(lab, jobs, time.monotonic() - start, [outcomes[s] for s in students if s in outcomes])

@@ -142,8 +142,9 @@ def _embedded_kubeconfig(name: str) -> Path:
 
 
 def _client(path: Path | None, context: str | None):
-    from kubernetes import config
-    from kubernetes.config.config_exception import ConfigException
+    from ..kubeclient import kube_config as config   # first: the official client without its schema validator
+
+    ConfigException = config.ConfigException
 
     # kubernetes.config reads $KUBECONFIG once, at import; read it now, as kubectl does (a list of paths works).
     source = str(path) if path else (os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config"))

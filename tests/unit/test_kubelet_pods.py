@@ -10,7 +10,7 @@ from gpulab.cluster.objects import parse_time
 from gpulab.cluster.kubelet import Kubelet
 from test_kubelet_harness import SCALE, container, run, shell
 
-BUSYBOX_PULLED = ('Successfully pulled image "busybox" in 102ms (102ms including waiting). '
+BUSYBOX_PULLED = ('Successfully pulled image "busybox" in 51ms (51ms including waiting). '
                   'Image size: 2222260 bytes.')
 RUNC = ("failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create "
         "failed: unable to start container process: error during container init: ")
