@@ -182,7 +182,8 @@ def test_the_quoted_outputs_are_the_narratives_words():
         "03-h100-pod": ["pod/infer-worker created", "didn't match Pod's node affinity/selector",
                         "pod/infer-worker condition met", "Insufficient nvidia.com/gpu", "must be an integer"],
         "04b-time-slicing": ["NVIDIA-A100-SXM4-40GB-SHARED"],
-        "05-gang-scheduling": ["Complete"],
+        "05-gang-scheduling": ["Complete", "podgroups                      scheduling.k8s.io/v1beta1",
+                               "PodGroupInitiallyScheduled   True"],
     }.items():
         assert all(word in kept[module] for word in words), (module, words, kept[module])
 
@@ -210,7 +211,7 @@ def test_check_yourself_questions_are_the_sources_and_the_checks():
     them; the labs print the same options as the checks judge them."""
     from gpulab.checks import lab03, lab04
 
-    wrap_up = nbformat.read(ROOT / "course" / "06-wrap-up.ipynb", as_version=4).cells
+    wrap_up = nbformat.read(ROOT / "course" / "07-wrap-up.ipynb", as_version=4).cells
     text = "\n".join(c.source for c in wrap_up if c.cell_type == "markdown")
     assert all(question in text for question in SOURCE_QUESTIONS)
     code = "\n".join(c.source for c in wrap_up if c.cell_type == "code")
