@@ -97,7 +97,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "install": ("gpulab.gpustack.cli", "add_install"),
     "install coscheduling": ("gpulab.addons.coscheduling", "extend_install"),  # after "install": wraps it
     "upgrade": ("gpulab.gpustack.cli", "add_upgrade"),
+    "install nvidia-dra-driver-gpu": ("gpulab.gpustack.drainstall", "extend_install"),
     "uninstall": ("gpulab.gpustack.cli", "add_uninstall"),
+    "uninstall nvidia-dra-driver-gpu": ("gpulab.gpustack.drainstall", "extend_uninstall"),
     "gpustack": ("gpulab.gpustack.cli", "add_gpustack"),
     "lab": ("gpulab.labs.cli", "add_lab"),
     "kind": ("gpulab.setup.cli", "add_kind"),

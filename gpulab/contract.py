@@ -123,13 +123,13 @@ class Allocation:
         return {i for c in self.containers.values() for ids in c.devices.values() for i in ids}
 
     def to_json(self) -> str:
-        doc: dict = {"containers": {name: _container_doc(c) for name, c in self.containers.items()}}
+        doc: dict = {"containers": {name: container_doc(c) for name, c in self.containers.items()}}
         if self.error:
             doc["error"] = self.error
         return json.dumps(doc, separators=(",", ":"))
 
 
-def _container_doc(c: ContainerAllocation) -> dict:
+def container_doc(c: ContainerAllocation) -> dict:
     r = c.response
     response = {
         "envs": dict(r.envs),

@@ -42,6 +42,7 @@ from .. import kubeclient
 from ..contract import ALLOCATION_ANNOTATION, PLUGIN_RESOURCES_ANNOTATION
 from ..kubeclient import LEASES, ApiException
 from . import allocation, driver, migmanager, nfd, operator, standins, validator
+from .drakubeletplugin import RESOURCECLAIMS, KubeletPlugin, claim_node
 from .deviceplugin import (CONFIG_LABEL, ENDPOINT_STOP_GRACE_SECONDS, ConfigManagerError, LoadedConfig, choose_config,
                            node_resources, plugin_devices)
 from .events import Recorder
@@ -92,6 +93,8 @@ class GpuStack:
         self.policies = Informer(kube, operator.CLUSTERPOLICIES, self._on_policy, stop=self.stop)
         self.configmaps = Informer(kube, kubeclient.CONFIGMAPS, self._on_configmap, namespace=namespace, stop=self.stop)
         self.daemonsets = Informer(kube, kubeclient.DAEMONSETS, self._on_daemonset, namespace=namespace, stop=self.stop)
+        self.claims = Informer(kube, RESOURCECLAIMS, self._on_claim, stop=self.stop)
+        self.dra_plugin = KubeletPlugin(kube)
         self._loaded_configs: dict[str, tuple[str | None, LoadedConfig]] = {}   # plugin/GFD pod uid -> (label, config)
         self._endpoints: dict[str, dict[str, dict]] = {}                         # node -> resource -> endpoint
         self._validated: set[str] = set()                                        # validator pod uids
@@ -136,6 +139,11 @@ class GpuStack:
         self.queue.add(("policy",))
         self._all_nodes()
 
+    def _on_claim(self, kind: str, claim: dict, old: dict | None) -> None:
+        node = claim_node(claim) or (claim_node(old) if old else None)
+        if node:
+            self.queue.add(("node", node))
+
     def _on_configmap(self, kind: str, cm: dict, old: dict | None) -> None:
         self._all_nodes()
 
@@ -150,7 +158,7 @@ class GpuStack:
     def run(self) -> None:
         while not self.stop.is_set() and not self._hold_lease():
             self.stop.wait(LEASE_SECONDS / 9 if self._unreachable_since else LEASE_SECONDS / 3)
-        for informer in (self.nodes, self.pods, self.configmaps, self.daemonsets, self.policies):
+        for informer in (self.nodes, self.pods, self.configmaps, self.daemonsets, self.policies, self.claims):
             informer.start()
         for informer in (self.nodes, self.pods, self.configmaps, self.daemonsets):
             informer.synced.wait(30)
@@ -320,6 +328,8 @@ class GpuStack:
         devices: dict = {}
         if gpus:
             devices = self._device_plugin(name, node, plugin, loaded, layout, strategy, driver_version, notes)
+        self.dra_plugin.step(node, pods_here, gpus, driver_version, notes,
+                             [c for c in self.claims.items() if claim_node(c) == name])
         self._write_node(node, labels, notes)
         if gpus and devices and driver_version:
             self._allocate(name, gpus, layout, devices, loaded, pods_here, driver_version)

@@ -348,8 +348,8 @@ def _device(device: dict, path: Path, counter_sets: dict[str, set[str]], per_dev
         consumption, p = consumption or {}, path.child("consumesCounters").index(i)
         set_name = consumption.get("counterSet") or ""
         if set_name not in counter_sets:
-            errs.append(invalid(p.child("counterSet"), set_name, "must reference a counter set defined in the "
-                                                                  "ResourceSlice sharedCounters"))
+            # Since v1.35 a pool's counter sets live in slices of their own (ResourceSliceSpec: only one of
+            # devices and sharedCounters per slice); a set from another slice is checked by the allocator.
             continue
         for counter in (consumption.get("counters") or {}):
             if counter not in counter_sets[set_name]:
