@@ -105,7 +105,7 @@ class DraDriver:
     """``helm install nvidia-dra-driver-gpu`` with ``--set`` values, then wait until every GPU node publishes its
     devices in a ResourceSlice."""
 
-    sets: tuple[str, ...] = ("gpuResourcesEnabledOverride=true",)
+    sets: tuple[str, ...] = ("gpuResourcesEnabledOverride=true", "featureGates.DynamicMIG=true")
 
     def describe(self) -> str:
         flags = "".join(f" --set {s}" for s in self.sets)
