@@ -136,7 +136,7 @@ def main() -> dict:
     print(f"gangs, {gang['nodes']} nodes: {gang['pod_groups']} groups of {gang['pods_per_group']}, "
           f"mean attempt {gang['mean_attempt_ms']} ms, {gang['bound']} bound", flush=True)
     return {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-            "claim_templates": dra, "gangs": gang}
+            "load_average_1m": round(os.getloadavg()[0], 1), "claim_templates": dra, "gangs": gang}
 
 
 if __name__ == "__main__":

@@ -155,3 +155,51 @@ def test_mig_partitions_share_their_gpus_counters(installed, core, resource):
     assert "MIG 3g.40gb" in smi
     for name in ("four-a", "four-b", "three"):
         core.delete_namespaced_pod(name, NS, grace_period_seconds=0)
+
+
+def test_bad_claims_get_upstreams_errors_and_lose_nothing(installed, core, resource):
+    bad = claim_template("typo", "gpu.nvidia.com", "device.attributes['gpu.nvidia.com'].productName ==")
+    proc = installed.kubectl("apply", "-f", "-", input=json.dumps(bad), check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(
+        'The ResourceClaimTemplate "typo" is invalid: spec.spec.devices.requests[0].exactly.selectors[0].cel.'
+        'expression: Invalid value: "device.attributes[\'gpu.nvidia.com\'].productName ==": compilation failed: '
+        "ERROR: <input>:1:") and "Syntax error" in proc.stderr
+    # memory is a capacity, not an attribute: the scheduler reports the CEL runtime error
+    resource.create_namespaced_resource_claim_template(NS, claim_template(
+        "by-attribute", "gpu.nvidia.com", "device.attributes['gpu.nvidia.com'].memory >= 40"))
+    resource.create_namespaced_resource_claim_template(NS, claim_template("no-class", "gpu.nvidia.con"))
+    core.create_namespaced_pod(NS, pod("by-attribute", "by-attribute"))
+    core.create_namespaced_pod(NS, pod("no-class", "no-class"))
+    message = wait_for(lambda: events(core, "by-attribute", "FailedScheduling"), what="the runtime error")[0]
+    assert message.startswith('running "DynamicResources" filter plugin: claim default/by-attribute-gpu-')
+    assert message.endswith(": selector #0: CEL runtime error: no such key: memory")
+    message = wait_for(lambda: events(core, "no-class", "FailedScheduling"), what="the missing class")[0]
+    assert message.startswith("0/4 nodes are available: request gpu: device class gpu.nvidia.con does not exist.")
+    for name in ("by-attribute", "no-class"):
+        core.delete_namespaced_pod(name, NS, grace_period_seconds=0)
+    # nothing lost: the chart's classes and the node's pool are all still there
+    assert {"gpu.nvidia.com", "mig.nvidia.com"} <= {c.metadata.name for c in resource.list_device_class().items}
+    assert len(slices(resource, H100_NODE)) == 9
+
+
+def test_a_claim_deleted_in_use_stays_prepared_until_its_pod_goes(installed, core, resource):
+    spec = claim_template("x", "gpu.nvidia.com", "device.attributes['gpu.nvidia.com'].productName == "
+                                                 "'NVIDIA A100-SXM4-40GB'")["spec"]["spec"]
+    resource.create_namespaced_resource_claim(NS, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                                                   "metadata": {"name": "shared-a100", "namespace": NS},
+                                                   "spec": spec})
+    user = pod("user", "x")
+    user["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared-a100"}]
+    core.create_namespaced_pod(NS, user)
+    wait_for(lambda: core.read_namespaced_pod("user", NS).status.phase == "Running", what="the pod running")
+    installed.kubectl("delete", "resourceclaim", "shared-a100", "--wait=false")
+    row = installed.kubectl("get", "resourceclaim", "shared-a100", "--no-headers").stdout.split()
+    assert row[1] == "deleted,allocated,reserved"
+    assert installed.kubectl("exec", "user", "--", "nvidia-smi", "-L").stdout.startswith(
+        "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-")
+    claim = resource.read_namespaced_resource_claim("shared-a100", NS)
+    assert "prepared.dra.gpulab.dev/gpu.nvidia.com" in claim.metadata.annotations
+    core.delete_namespaced_pod("user", NS, grace_period_seconds=0)
+    wait_for(lambda: installed.kubectl("get", "resourceclaim", "shared-a100", check=False).returncode == 1,
+             what="the claim gone once unused")

@@ -14,8 +14,8 @@ partitionable devices (``consumesCounters`` against a pool's
 allocated again). A search that backtracks, like upstream's, with a step
 budget in place of its filter timeout.
 
-Errors are upstream's (``claim <ns>/<name>: selector #0 on device
-<driver>/<pool>/<device>: CEL runtime error: no such key: x``); an
+Errors are upstream's (``claim <ns>/<name>: selector #0: CEL runtime error: no such
+key: x``, structured/internal/*/allocator_*.go ``isSelectable``); an
 allocation that does not fit returns None.
 
 Why written here: the allocator is Go only (no library), and what it decides
@@ -370,8 +370,7 @@ class Allocator:
                 if not self.inventory.matches(expression, ref):
                     return False
             except selectors.CelRuntimeError as exc:
-                raise AllocationError(f"{owner}: selector #{i} on device {ref.label}: CEL runtime error: "
-                                      f"{exc}") from None
+                raise AllocationError(f"{owner}: selector #{i}: CEL runtime error: {exc}") from None
         return True
 
     def _fits(self, ref: DeviceRef, alt: _Alternative) -> _Pick | None:

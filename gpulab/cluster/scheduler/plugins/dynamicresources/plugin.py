@@ -12,8 +12,8 @@
   node's devices (``cannot allocate all claims``); both are
   UnschedulableAndUnresolvable, so preemption does not try those nodes; an
   allocator error (a CEL runtime error, a missing class) is an Error:
-  ``running "DynamicResources" filter plugin: claim default/c: selector #0 on
-  device ...: CEL runtime error: no such key: model``;
+  ``running "DynamicResources" filter plugin: claim default/c: selector #0:
+  CEL runtime error: no such key: model``;
 * PostFilter: a claim this scheduler allocated and nobody uses is deallocated
   so another node may be tried (``deallocation of ResourceClaim completed``),
   otherwise ``still not schedulable``; for a pod without claims v1.37 adds no
