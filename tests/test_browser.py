@@ -167,7 +167,7 @@ def test_a_lab_runs_in_jupyterlab_and_its_check_button_gives_a_verdict(jupyterla
             verdict.scroll_into_view_if_needed()
             text = verdict.inner_text()
             assert "Passed" in text and "lab01.operator_pinned" in text, text
-            assert "driver 580.105.08 pinned" in text, text
+            assert "pins driver.version=580.105.08" in text, text
         finally:
             SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOT), full_page=False)

@@ -90,8 +90,8 @@ def test_infer_worker_refused_by_the_api_server_says_so(stack):
     from gpulab import checks
 
     stack.delete_pods("infer-worker")
-    half = (ROOT / "course" / "manifests" / "infer-worker.yaml").read_text().replace('nvidia.com/gpu: "1"',
-                                                                                     'nvidia.com/gpu: "0.5"')
+    half = (ROOT / "course" / "manifests" / "infer-worker.yaml").read_text().replace("nvidia.com/gpu: 1\n",
+                                                                                     "nvidia.com/gpu: 0.5\n")
     assert stack.cluster.kubectl("apply", "-f", "-", input=half, check=False).returncode != 0
     result = checks.run("lab03.infer_worker_running", half, client=stack.api)
     assert not result.passed
@@ -100,7 +100,8 @@ def test_infer_worker_refused_by_the_api_server_says_so(stack):
         '[spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "500m": must be an integer, '
         'spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: "500m": must be an integer]')
     assert not stack.core.list_namespaced_pod("default", field_selector="metadata.name=infer-worker").items
-    applied_nothing = checks.run("lab03.infer_worker_running", half.replace('"0.5"', '"1"'), client=stack.api)
+    whole = half.replace("nvidia.com/gpu: 0.5", "nvidia.com/gpu: 1")
+    applied_nothing = checks.run("lab03.infer_worker_running", whole, client=stack.api)
     assert applied_nothing.reason == ("there is no pod infer-worker in namespace default: the API server accepts the "
                                       "manifest in infer_worker, but it was not applied")
     assert checks.run("lab03.infer_worker_running", None, client=stack.api).reason == \
