@@ -205,8 +205,8 @@ def test_a_failed_prepare_is_the_kubelets_event_and_a_claim_deleted_in_use_stays
     failed = wait_for(lambda: events(core, "user", "FailedPrepareDynamicResources"), what="the prepare failure")
     assert failed[0] == ("Failed to prepare dynamic resources: prepare dynamic resources: NodePrepareResources "
                          "failed for ResourceClaim shared: example failure")
+    driver.fail = ""   # before the answer goes, or the driver's loop may answer with the failure again
     resource.patch_namespaced_resource_claim("shared", NS, {"metadata": {"annotations": {PREPARED: None}}})
-    driver.fail = ""
     wait_for(lambda: core.read_namespaced_pod("user", NS).status.phase == "Running", what="user running")
     kubectl("delete", "resourceclaim", "shared", "--wait=false")
     assert kubectl("get", "resourceclaim", "shared", "--no-headers").stdout.split()[1] == \
