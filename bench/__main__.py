@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-BENCHMARKS = ["apiserver", "history", "scheduler", "grading", "streaming", "dra"]
+BENCHMARKS = ["apiserver", "history", "scheduler", "grading", "streaming", "codecs", "dra"]
 RESULTS = Path(__file__).parent / "results"
 
 

@@ -92,12 +92,15 @@ class ContainerAllocation:
     ``devices``: the device IDs assigned per resource (what the kubelet's device manager records in its
     checkpoint next to the response); ``response``: the plugin's answer; ``programs``: what each mounted
     program prints for a given argument line (``""`` for any other), since the node agent runs no host
-    binaries.
+    binaries; ``native_programs``: mounted programs the node agent runs instead as the native program of
+    that name (:data:`NativeProgram`, supplied by whoever composes the server), for output that follows
+    the node's state at the time it runs; ``programs`` is then what a node agent without it prints.
     """
 
     devices: dict[str, list[str]] = field(default_factory=dict)
     response: ContainerAllocateResponse = field(default_factory=ContainerAllocateResponse)
     programs: dict[str, dict[str, str]] = field(default_factory=dict)
+    native_programs: dict[str, str] = field(default_factory=dict)
 
     def merged(self, other: ContainerAllocation) -> ContainerAllocation:
         """Both answers for one container (a device plugin's and its DRA drivers'), the later one winning ties."""
@@ -106,7 +109,7 @@ class ContainerAllocation:
             {**self.devices, **other.devices},
             ContainerAllocateResponse({**a.envs, **b.envs}, a.mounts + b.mounts, a.devices + b.devices,
                                       {**a.annotations, **b.annotations}, a.cdi_devices + b.cdi_devices),
-            {**self.programs, **other.programs})
+            {**self.programs, **other.programs}, {**self.native_programs, **other.native_programs})
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,8 @@ def container_doc(c: ContainerAllocation) -> dict:
            "response": {k: v for k, v in response.items() if v}}
     if c.programs:
         doc["programs"] = {path: dict(outputs) for path, outputs in c.programs.items()}
+    if c.native_programs:
+        doc["nativePrograms"] = dict(c.native_programs)
     return doc
 
 
@@ -171,7 +176,8 @@ def parse_container_allocation(doc: dict) -> ContainerAllocation:
     return ContainerAllocation(devices={k: list(v) for k, v in (doc.get("devices") or {}).items()},
                                response=response,
                                programs={p: {a: str(o) for a, o in outputs.items()}
-                                         for p, outputs in (doc.get("programs") or {}).items()})
+                                         for p, outputs in (doc.get("programs") or {}).items()},
+                               native_programs={p: str(n) for p, n in (doc.get("nativePrograms") or {}).items()})
 
 
 # --- programs written in Python ---------------------------------------------------------------------------
@@ -197,3 +203,6 @@ class ContainerProcess(Protocol):
 # A native program: a generator over its process that yields ("stdout" | "stderr", text) to write and
 # ("sleep", seconds) to let time pass, and returns its exit status.
 NativeProgram = Callable[[ContainerProcess], Generator[tuple[str, object], None, int]]
+# What a native program behind a mounted program (``nativePrograms``) returns, having written nothing, when it
+# cannot answer here (its data lives in another process): the node agent then prints the recorded outputs.
+USE_RECORDED_OUTPUT = -1

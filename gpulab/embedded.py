@@ -9,7 +9,9 @@ imports both:
   :mod:`gpulab.cluster.serve`, whose node agent also pulls the GPU stack's images and runs their programs
   (:mod:`gpulab.gpustack.nodeimages`), plus, once a ``ClusterPolicy`` CRD is served, the GPU stack emulation
   reconciling in a thread through a kubeconfig, the same way ``gpulab gpustack run`` drives kind or any
-  other cluster.
+  other cluster. The GPU stack's views of the GPUs' use (:mod:`gpulab.gpustack.observe`) are handed to
+  the node agent here: the dcgm-exporter's metrics as a content provider of its HTTP port, ``nvidia-smi``
+  as a native program.
 
 Importing it is cheap (``gpulab cluster up`` does); the server's modules load in :func:`main`, or up
 front with :func:`load_server` (the grading fork server).
@@ -24,6 +26,8 @@ from .cluster.topology import TopologyFormat
 from .gpustack import topology as gpu_topology
 
 SERVER_MODULE = "gpulab.embedded"
+# The content provider the dcgm-exporter image's /metrics route names (gpustack/data/images.yaml).
+DCGM_METRICS_PROVIDER = "dcgm-exporter-metrics"
 TOPOLOGY = TopologyFormat(default=gpu_topology.DEFAULT_TOPOLOGY, node_fields=gpu_topology.NODE_FIELDS)
 
 
@@ -49,8 +53,10 @@ def load_server() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from .cluster import serve
-    from .gpustack import addon
+    from .cluster.kubelet.serving import register_provider
+    from .gpustack import addon, observe
 
+    register_provider(DCGM_METRICS_PROVIDER, observe.dcgm_metrics)
     return serve.main(argv, addons=[addon.start], images=node_images)
 
 

@@ -84,6 +84,8 @@ def test_statefulset_pods_claims_rollout_and_scale(cluster, kubectl):
     assert ("SuccessfulCreate", "create Pod db-0 in StatefulSet db successful") in _events(kubectl, "StatefulSet",
                                                                                            "db")
     assert reasons.count("SuccessfulCreate") == 6
+    # the claim binds while the kubelet's mount wait is still running: no FailedMount warning
+    assert "FailedMount" not in [r for r, _ in _events(kubectl, "Pod", "db-0")]
     claim_events = [r for r, _ in _events(kubectl, "PersistentVolumeClaim", "data-db-0")]
     assert {"WaitForFirstConsumer", "ExternalProvisioning", "Provisioning", "ProvisioningSucceeded"} <= \
         set(claim_events)
@@ -156,6 +158,77 @@ spec:
         ("ProvisioningFailed", 'storageclass.storage.k8s.io "fast" not found')
     assert _rows(kubectl("get", "pvc", "fast").stdout)[1][1] == "Pending"
     assert kubectl("get", "--raw", "/readyz").stdout == "ok"
+
+
+LOCAL_VOLUMES = """
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: local-w3}
+spec:
+  capacity: {storage: 5Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: manual
+  hostPath: {path: /data/w3}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [gpulab-worker3]}]}]
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: local-retired}
+spec:
+  capacity: {storage: 5Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: retired
+  hostPath: {path: /data/retired}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [retired-node]}]}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: w3}
+spec: {storageClassName: manual, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: retired}
+spec: {storageClassName: retired, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: uses-w3}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: uses-w3}}
+  template:
+    metadata: {labels: {app: uses-w3}}
+    spec:
+      containers: [{name: c, image: busybox, command: [sleep, "3600"], volumeMounts: [{name: d, mountPath: /d}]}]
+      volumes: [{name: d, persistentVolumeClaim: {claimName: w3}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: uses-retired}
+spec:
+  containers: [{name: c, image: busybox, command: [sleep, "3600"], volumeMounts: [{name: d, mountPath: /d}]}]
+  volumes: [{name: d, persistentVolumeClaim: {claimName: retired}}]
+"""
+
+
+def test_pods_follow_their_bound_volumes_node_affinity(kubectl):
+    """VolumeBinding's Filter (volume_binding.go, binder.go FindPodVolumes): a pod goes where its bound volume is,
+    and stays Pending with upstream's reason when that node is gone."""
+    kubectl("apply", "-f", "-", input=LOCAL_VOLUMES)
+    kubectl("rollout", "status", "deployment/uses-w3", "--timeout=60s", timeout=90)
+    nodes = {p["spec"]["nodeName"] for p in _json(kubectl, "get", "pods", "-l", "app=uses-w3")["items"]}
+    assert nodes == {"gpulab-worker3"}
+    wait_for(lambda: [m for r, m in _events(kubectl, "Pod", "uses-retired") if r == "FailedScheduling"],
+             timeout=30, what="FailedScheduling")
+    message = [m for r, m in _events(kubectl, "Pod", "uses-retired") if r == "FailedScheduling"][0]
+    assert "3 node(s) had volume node affinity conflict" in message
+    assert _json(kubectl, "get", "pod", "uses-retired")["status"]["phase"] == "Pending"
+    kubectl("delete", "-f", "-", "--wait=false", input=LOCAL_VOLUMES)
 
 
 def test_gpu_quota_is_charged_and_enforced(cluster, kubectl):
@@ -254,7 +327,8 @@ def test_replication_controller_and_cronjob_manual_run(cluster, kubectl):
     wait_for(lambda: len([p for p in core.list_namespaced_pod("default", label_selector="app=legacy").items
                           if not p.metadata.deletion_timestamp]) == 1, timeout=60, what="scale down")
 
-    kubectl("create", "cronjob", "nightly", "--image=busybox", "--schedule=0 3 * * *", "--", "echo", "hi")
+    # the manual Job runs long enough to be seen active (one that finished first would never be listed)
+    kubectl("create", "cronjob", "nightly", "--image=busybox", "--schedule=0 3 * * *", "--", "sleep", "600")
     row = _rows(kubectl("get", "cronjob", "nightly").stdout)
     assert row[0] == ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"]
     assert row[1][:6] == ["nightly", "0 3 * * *", "<none>", "False", "0", "<none>"]

@@ -136,7 +136,7 @@ def test_a_claimed_gpu_is_prepared_with_its_cdi_device_and_nvidia_smi_shows_it(i
 
 def test_mig_partitions_share_their_gpus_counters(installed, core, resource):
     """On one GPU, a 3g.40gb and a 4g.40gb fit together; two 4g.40gb do not (both need memory slices 0-3)."""
-    on_gpu0 = f"device.attributes['gpu.nvidia.com'].parentUUID == '{{}}' && " \
+    on_gpu0 = "device.attributes['gpu.nvidia.com'].parentUUID == '{}' && " \
               "device.attributes['gpu.nvidia.com'].profile == '{}'"
     gpu0 = next(d for s in slices(resource, H100_NODE) for d in s.spec.devices or () if d.name == "gpu-0")
     uuid = gpu0.attributes["uuid"].string

@@ -6,8 +6,8 @@ persistent_volume_claims.go) and of the generic object-count evaluator
 (staging/src/k8s.io/apiserver/pkg/quota/v1/generic: ``count/<resource>.<group>``),
 with the ResourceList arithmetic of staging/src/k8s.io/apiserver/pkg/quota/v1/resources.go.
 The evaluators are generic over extended resources: a pod requesting
-``nvidia.com/gpu: 2`` uses ``requests.nvidia.com/gpu: 2``, which is how
-teams share GPUs with a quota.
+``example.com/accelerator: 2`` uses ``requests.example.com/accelerator: 2``,
+which is how teams share accelerators with a quota.
 
 Both the ResourceQuota admission plugin (a request's delta) and the quota
 controller (a namespace's ``status.used``) read usage from here.

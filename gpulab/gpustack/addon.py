@@ -39,10 +39,13 @@ def set_enabled(state_dir: Path, value: bool) -> None:
 def _serve(kubeconfig: Path) -> None:
     from ..kubeclient import Kube
     from .operator import FIELD_MANAGER
+    from . import observe
     from .reconciler import GpuStack
 
     try:
-        GpuStack(Kube.from_kubeconfig(str(kubeconfig), field_manager=FIELD_MANAGER), identity="embedded").run()
+        stack = GpuStack(Kube.from_kubeconfig(str(kubeconfig), field_manager=FIELD_MANAGER), identity="embedded")
+        observe.attach(stack)
+        stack.run()
     except Exception:  # noqa: BLE001 - the cluster keeps serving even if the stack dies
         log.exception("the GPU stack stopped")
 

@@ -38,6 +38,9 @@ from .sharing import DevicePluginConfig, admission_error
 
 LATENCY_ANNOTATION = "gpulab.dev/expected-latency"
 NVIDIA_SMI = "/usr/bin/nvidia-smi"
+# The native program (gpulab.gpustack.observe.nvidia_smi) a node agent that has it runs for the mounted nvidia-smi,
+# so that its output follows the GPUs' use; the recorded outputs stand in elsewhere.
+NVIDIA_SMI_PROGRAM = "nvidia-smi"
 # Where the GPU Operator's driver container keeps the driver's files on the host (its driver root).
 _DRIVER_ROOT = "/run/nvidia/driver"
 _CONTROL_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
@@ -83,7 +86,8 @@ def container_answer(devices: dict[str, list[str]], visible_devices: str, progra
     response = ContainerAllocateResponse(envs={"NVIDIA_VISIBLE_DEVICES": visible_devices}, mounts=mounts,
                                          devices=tuple(DeviceNode(path, path, "rw") for path in nodes))
     return ContainerAllocation(devices=devices, response=response,
-                               programs={NVIDIA_SMI: programs} if programs else {})
+                               programs={NVIDIA_SMI: programs} if programs else {},
+                               native_programs={NVIDIA_SMI: NVIDIA_SMI_PROGRAM} if programs else {})
 
 
 def _pick(devices: list[Device], free: list[Device], count: int, used: set[str]) -> list[Device] | None:

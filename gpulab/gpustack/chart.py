@@ -296,12 +296,39 @@ _SPEC_BLOCKS = (
 )
 _OPERATOR_SPEC_KEYS = ("defaultRuntime", "runtimeClass", "defaultGPUMode", "initContainer", "use_ocp_driver_toolkit")
 _APP_VERSION_DEFAULTED = ("validator", "nodeStatusExporter")  # version: {{ .x.version | default .Chart.AppVersion }}
+# Sub-blocks the template writes key by key behind ``{{- if }}`` guards (so their empty ``env`` is left out).
+_GUARDED_SUB_BLOCKS = {("driver", "manager"), ("vgpuManager", "driverManager"), ("vfioManager", "driverManager")}
+# Keys a block has in values.yaml that the template never writes.
+_NOT_RENDERED = {("devicePlugin", "mps")}
 
 
 def _rendered(block: dict[str, Any]) -> dict[str, Any]:
     """What ``{{- if .Values.x.key }}key: ...{{- end }}`` guards keep: all but empty values; booleans always."""
     return {key: copy.deepcopy(value) for key, value in block.items()
             if isinstance(value, bool) or value not in (None, "", [], {})}
+
+
+def _upgrade_policy(policy: dict[str, Any]) -> dict[str, Any]:
+    """The template's ``driver.upgradePolicy``: values' ``gpuPodDeletion`` is written as ``podDeletion``."""
+    wait = policy.get("waitForCompletion") or {}
+    deletion = policy.get("gpuPodDeletion") or {}
+    drain = policy.get("drain") or {}
+    rendered = {
+        "autoUpgrade": policy.get("autoUpgrade") or False,
+        "maxParallelUpgrades": policy.get("maxParallelUpgrades") or 0,
+        "maxUnavailable": policy.get("maxUnavailable") or "25%",
+        "waitForCompletion": {"timeoutSeconds": wait.get("timeoutSeconds")},
+        "podDeletion": {"force": deletion.get("force") or False, "timeoutSeconds": deletion.get("timeoutSeconds"),
+                        "deleteEmptyDir": deletion.get("deleteEmptyDir") or False},
+        "drain": {"enable": drain.get("enable") or False, "force": drain.get("force") or False},
+    }
+    if wait.get("podSelector"):
+        rendered["waitForCompletion"]["podSelector"] = wait["podSelector"]
+    if drain.get("podSelector"):
+        rendered["drain"]["podSelector"] = drain["podSelector"]
+    rendered["drain"].update({"timeoutSeconds": drain.get("timeoutSeconds"),
+                              "deleteEmptyDir": drain.get("deleteEmptyDir") or False})
+    return rendered
 
 
 def _config_ref(config: dict[str, Any] | None, *, default_name: str | None) -> dict[str, Any] | None:
@@ -325,6 +352,11 @@ def chart_labels(version: str, release_name: str = CHART_NAME) -> dict[str, str]
     }
 
 
+def operand_labels(version: str, extra: dict[str, str]) -> dict[str, str]:
+    """``gpu-operator.operand-labels`` (``_helpers.tpl``): chart and manager labels, then ``daemonsets.labels``."""
+    return {"helm.sh/chart": f"{CHART_NAME}-{version}", "app.kubernetes.io/managed-by": CHART_NAME, **extra}
+
+
 def cluster_policy(values: dict[str, Any], *, version: str | None = None,
                    release_name: str = CHART_NAME) -> dict[str, Any]:
     """The ``ClusterPolicy`` object ``cluster-policy`` the chart renders from ``values``."""
@@ -336,6 +368,16 @@ def cluster_policy(values: dict[str, Any], *, version: str | None = None,
         if name not in values:
             continue
         block = _rendered(values[name])
+        for sub in [key for key in block if (name, key) in _GUARDED_SUB_BLOCKS]:
+            block[sub] = _rendered(block[sub])
+        for key in [key for key in block if (name, key) in _NOT_RENDERED]:
+            del block[key]
+        if not block.get("hostNetwork"):    # {{- if .Values.x.hostNetwork }} in every block
+            block.pop("hostNetwork", None)
+        if name == "daemonsets":
+            block["labels"] = operand_labels(canonical, values[name].get("labels") or {})
+        if name == "driver" and block.get("upgradePolicy"):
+            block["upgradePolicy"] = _upgrade_policy(block["upgradePolicy"])
         if name in _APP_VERSION_DEFAULTED:
             block.setdefault("version", canonical)
         if name == "driver":
@@ -359,14 +401,23 @@ def cluster_policy(values: dict[str, Any], *, version: str | None = None,
     }
 
 
+# The chart's crds/ (and its node-feature-discovery sub-chart's), in the order Helm creates them.
+CRD_FILES = ("nvidia.com_clusterpolicies.yaml", "nvidia.com_nvidiadrivers.yaml", "nfd-api-crds.yaml")
+
+
 @cache
-def _crd() -> dict[str, Any]:
-    return yaml.safe_load(_data_text("clusterpolicy-crd.yaml"))
+def _crds() -> tuple[dict[str, Any], ...]:
+    return tuple(doc for name in CRD_FILES for doc in yaml.safe_load_all(_data_text(f"crds/{name}")) if doc)
+
+
+def operator_crds() -> list[dict[str, Any]]:
+    """Fresh copies of every CustomResourceDefinition the chart installs (ClusterPolicy, NVIDIADriver, NFD's)."""
+    return copy.deepcopy(list(_crds()))
 
 
 def clusterpolicy_crd() -> dict[str, Any]:
     """A fresh copy of the ``clusterpolicies.nvidia.com`` CustomResourceDefinition."""
-    return copy.deepcopy(_crd())
+    return next(crd for crd in operator_crds() if crd["metadata"]["name"] == "clusterpolicies.nvidia.com")
 
 
 CLUSTERPOLICY_CRD: dict[str, Any] = clusterpolicy_crd()

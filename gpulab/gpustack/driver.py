@@ -10,7 +10,7 @@ The driver DaemonSet uses ``updateStrategy: OnDelete``, so a new
 NVIDIA/k8s-operator-libs ``pkg/upgrade``) does it node by node, walking the
 ``nvidia.com/gpu-driver-upgrade-state`` label through its states, recording a
 ``GPUDriverUpgrade`` event on the node at each step: cordon, delete the pods
-using GPUs (``gpuPodDeletion``; pods that no controller owns are refused unless
+using GPUs (``podDeletion``, the values' ``gpuPodDeletion``; pods that no controller owns are refused unless
 ``force``, which fails the upgrade as the drain helper does), restart the driver
 pod, wait for it, uncordon. ``maxParallelUpgrades`` bounds how many nodes are
 in flight.
@@ -90,7 +90,7 @@ class UpgradePolicy:
     @classmethod
     def from_spec(cls, spec: dict) -> "UpgradePolicy":
         policy = ((spec.get("driver") or {}).get("upgradePolicy")) or {}
-        deletion = policy.get("gpuPodDeletion") or {}
+        deletion = policy.get("podDeletion") or {}
         return cls(bool(policy.get("autoUpgrade", True)), int(policy.get("maxParallelUpgrades", 1) or 0),
                    bool(deletion.get("force", False)))
 

@@ -18,8 +18,11 @@ On a cluster whose kubelets really run the pods (kind), the Deployments' and
 the DaemonSet's pods run stand-in images (:mod:`.standins`), so the real
 operator never starts there.
 
-Not rendered: RBAC objects (the emulated API server authorises every request)
-and the NFD/NVIDIADriver CRDs (the emulation keeps GFD labels off NodeFeature objects).
+The CRDs are all the chart's: ``clusterpolicies`` and ``nvidiadrivers`` of
+nvidia.com, and the sub-chart's ``nodefeatures``, ``nodefeaturerules`` and
+``nodefeaturegroups`` of nfd.k8s-sigs.io, with NVIDIA's complete schemas
+(:func:`.chart.operator_crds`). Not rendered: RBAC objects, and NodeFeature
+objects (the emulated nfd-worker labels nodes directly).
 """
 from __future__ import annotations
 
@@ -256,22 +259,33 @@ def _apply(kube: kubeclient.Kube, objects: list[tuple[kubeclient.Resource, dict]
             kube.update(resource, body)
 
 
-def _ensure_crd(kube: kubeclient.Kube, timeout: float) -> None:
-    crd = chart.clusterpolicy_crd()
-    try:
-        kube.create(kubeclient.CRDS, crd)
-    except ApiException as exc:
-        if exc.status != 409:
-            raise InstallError(kubeclient.error_message(exc)) from None
-    deadline = time.monotonic() + timeout
-    while True:
+def _served(crd: dict) -> kubeclient.Resource:
+    """Where the CRD's storage version is served."""
+    spec = crd["spec"]
+    version = next(v["name"] for v in spec["versions"] if v.get("storage"))
+    return kubeclient.Resource(f"{spec['group']}/{version}", spec["names"]["plural"],
+                               namespaced=spec["scope"] == "Namespaced")
+
+
+def _ensure_crds(kube: kubeclient.Kube, timeout: float) -> None:
+    """Helm's CRD step: create each CRD of ``crds/`` that is missing, then wait until all are served."""
+    crds = chart.operator_crds()
+    for crd in crds:
         try:
-            kube.list(CLUSTERPOLICIES)
-            return
+            kube.create(kubeclient.CRDS, crd)
         except ApiException as exc:
-            if exc.status != 404 or time.monotonic() > deadline:
+            if exc.status != 409:
                 raise InstallError(kubeclient.error_message(exc)) from None
-        time.sleep(0.1)
+    deadline = time.monotonic() + timeout
+    for resource in [_served(crd) for crd in crds]:
+        while True:
+            try:
+                kube.list(resource)
+                break
+            except ApiException as exc:
+                if exc.status != 404 or time.monotonic() > deadline:
+                    raise InstallError(kubeclient.error_message(exc)) from None
+            time.sleep(0.1)
 
 
 def _ready(kube: kubeclient.Kube, resource: kubeclient.Resource, obj: dict, namespace: str) -> bool:
@@ -313,7 +327,7 @@ def install(kube: kubeclient.Kube, *, release: str = DEFAULT_RELEASE, namespace:
     if current_release(kube, release, namespace) is not None:
         raise InstallError("cannot re-use a name that is still in use")
     kube.ensure(kubeclient.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    _ensure_crd(kube, timeout)
+    _ensure_crds(kube, timeout)
     objects = _for_cluster(kube, render(values, canonical, release, namespace))
     _apply(kube, objects, namespace)
     now = datetime.now().astimezone()
@@ -348,7 +362,7 @@ def upgrade(kube: kubeclient.Kube, *, release: str = DEFAULT_RELEASE, namespace:
         values = chart.values_for(canonical, overrides)
     except chart.ChartError as err:
         raise InstallError(str(err)) from None
-    _ensure_crd(kube, timeout)
+    _ensure_crds(kube, timeout)
     objects = _for_cluster(kube, render(values, canonical, release, namespace))
     _apply(kube, objects, namespace)
     old_name = _secret_name(release, previous.revision)

@@ -2,15 +2,17 @@
 
 The node agent's catalog lists no GPU images of its own; ``gpulab/embedded.py`` adds this document (the
 NVIDIA registry, the CUDA/NGC images, the GPU Operator's operands and their programs' behaviours) with
-the programs written in Python that its behaviours name (``native: true``).
+the programs written in Python that its behaviours name (``native: true``) and the ``nvidia-smi`` the device
+allocation mounts (:mod:`.observe`).
 """
 from __future__ import annotations
 
 from importlib import resources
 
-from . import configmanager
+from . import configmanager, observe
+from .allocation import NVIDIA_SMI_PROGRAM
 
-PROGRAMS = {"config-manager": configmanager.main}
+PROGRAMS = {"config-manager": configmanager.main, NVIDIA_SMI_PROGRAM: observe.nvidia_smi}
 
 
 def document() -> str:

@@ -36,6 +36,12 @@ class SmiGpu:
     mig_enabled: bool = False
     mig_devices: tuple[MigDevice, ...] = ()   # the MIG devices visible, in GPU instance order
     whole_gpu_visible: bool = True            # False in a container given only MIG devices
+    # What the GPU is doing now (gpulab/gpustack/usage.py); idle by default.
+    memory_used_mib: int = 0
+    util: int = 0
+    power_w: float | None = None
+    temperature_c: int | None = None
+    mig_used_mib: tuple[int, ...] = ()        # per MIG device shown, when known
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,7 @@ def visible(gpus: Sequence[SmiGpu], device_ids: Sequence[str]) -> tuple[SmiGpu, 
     return tuple(result)
 
 
-def _mig_used_mib(device: MigDevice) -> int:
+def idle_mig_used_mib(device: MigDevice) -> int:
     """Idle memory a MIG device shows (15 MiB for a 1g, 29 MiB for a 2g slice on H200/H100)."""
     return 14 * device.profile.compute_slices + 1
 
@@ -134,19 +140,26 @@ def _gpu_rows(index: int, gpu: SmiGpu) -> list[str]:
     persistence = "On" if model.idle_persistence else "Off"
     if gpu.mig_enabled:
         ecc, util, mig_mode = "On", "N/A", "Enabled"
-        used = sum(_mig_used_mib(d) for d in gpu.mig_devices)
+        used = sum(_mig_used(gpu))
         memory = f"{'N/A':>21}   " if not gpu.whole_gpu_visible else _memory_cell(used, model.memory_mib)
     else:
-        ecc, util = "0", "0%"
+        ecc, util = "0", f"{gpu.util}%"
         mig_mode = "Disabled" if model.mig_capable else "N/A"
-        memory = _memory_cell(0, model.memory_mib)
-    power = f"{model.idle_power_w}W"
+        memory = _memory_cell(gpu.memory_used_mib, model.memory_mib)
+    power = f"{round(gpu.power_w if gpu.power_w is not None else model.idle_power_w)}W"
     cap = f"{model.power_limit_w}W"
+    temperature = gpu.temperature_c if gpu.temperature_c is not None else model.idle_temperature_c
+    perf = "P0" if gpu.util else model.idle_perf
     return [
         f"|{index:>4}  {name:<31}{persistence:<4}|   {gpu.bus_id} {'Off':>3} |{ecc:>21} |",
-        f"| N/A   {model.idle_temperature_c}C    {model.idle_perf}{power:>16} / {cap:>5} |{memory}|{util:>8}{'Default':>13} |",
+        f"| N/A   {temperature}C    {perf}{power:>16} / {cap:>5} |{memory}|{util:>8}{'Default':>13} |",
         f"|{'':41}|{'':24}|{mig_mode:>21} |",
     ]
+
+
+def _mig_used(gpu: SmiGpu) -> tuple[int, ...]:
+    """Memory in use of each MIG device shown: as measured, else what an empty GPU instance uses."""
+    return gpu.mig_used_mib or tuple(idle_mig_used_mib(d) for d in gpu.mig_devices)
 
 
 def _memory_cell(used: int, total: int) -> str:
@@ -164,12 +177,12 @@ def _mig_table(gpus: Sequence[SmiGpu]) -> list[str]:
         "|" + "=" * 18 + "+" + "=" * 34 + "+" + "=" * 11 + "+" + "=" * 23 + "|",
     ]
     for index, gpu in enumerate(gpus):
-        for j, device in enumerate(gpu.mig_devices):
+        for j, (device, used) in enumerate(zip(gpu.mig_devices, _mig_used(gpu))):
             profile = device.profile
             engines = profile.engines
             lines += [
                 f"|{index:>3}{device.gpu_instance_id:>5}{device.compute_instance_id:>4}{j:>4}  |"
-                f"{_mig_used_mib(device):>16}MiB / {profile.memory_mib:>5}MiB    |"
+                f"{used:>16}MiB / {profile.memory_mib:>5}MiB    |"
                 f" {profile.multiprocessors:<4}{0:>5} |"
                 f"{engines.copy:>3}{engines.encoder:>4}{engines.decoder:>5}{engines.ofa:>5}{engines.jpeg:>5} |",
                 f"|{'':18}|{0:>16}MiB / {_bar1_mib(gpu, device):>5}MiB    |{'':11}|{'':23}|",

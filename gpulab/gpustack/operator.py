@@ -27,7 +27,9 @@ from .operands import NFD_OS_ID_LABEL, NFD_OS_VERSION_LABEL, OPERANDS, is_enable
 # The operator's writes are recorded under this field manager; every Kube the GPU stack writes with names it.
 FIELD_MANAGER = "gpu-operator"
 CLUSTERPOLICIES = kubeclient.Resource("nvidia.com/v1", "clusterpolicies", namespaced=False)
+RUNTIMECLASSES = kubeclient.Resource("node.k8s.io/v1", "runtimeclasses", namespaced=False)
 DEFAULT_MIG_CONFIG = "default-mig-parted-config"
+DEFAULT_RUNTIME_CLASS = "nvidia"   # object_controls.go DefaultRuntimeClass
 DCGM_EXPORTER_PORT = 9400
 
 # controllers/state_manager.go init(): every state in order, and the DaemonSet that makes it ready.
@@ -154,13 +156,25 @@ def _stand_in_lines(spec: dict) -> dict[str, str]:
     return lines
 
 
+def runtime_classes(spec: dict, owner: list[dict]) -> list[dict]:
+    """The pre-requisites state's RuntimeClasses (assets/pre-requisites/02*_runtime_class*.yaml,
+    ``transformRuntimeClass``): ``operator.runtimeClass`` (default ``nvidia``) with the same handler, and with
+    CDI enabled (the default) ``nvidia-legacy`` and ``nvidia-cdi``; labelled as the operator's, owned by the policy."""
+    name = (spec.get("operator") or {}).get("runtimeClass") or DEFAULT_RUNTIME_CLASS
+    names = [name] + (["nvidia-legacy", "nvidia-cdi"] if (spec.get("cdi") or {}).get("enabled", True) else [])
+    return [{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "handler": n,
+             "metadata": {"name": n, "labels": {"app.kubernetes.io/component": "gpu-operator"},
+                          "ownerReferences": owner}} for n in names]
+
+
 def desired_objects(policy: dict, namespace: str, gpu_node_labels: list[dict[str, str]], *,
                     stand_ins: bool = False) -> list[tuple[kubeclient.Resource, dict]]:
     """Every object the operator keeps in ``namespace`` for ``policy``, each owned by it; with ``stand_ins``, the
     operand pods run stand-in images (:mod:`.standins`)."""
     spec = policy.get("spec") or {}
     owner = [owner_reference(policy)]
-    objects: list[tuple[kubeclient.Resource, dict]] = []
+    objects: list[tuple[kubeclient.Resource, dict]] = [
+        (RUNTIMECLASSES, rc) for rc in runtime_classes(spec, owner)]
     for op in OPERANDS:
         if not is_enabled(spec, op):
             continue

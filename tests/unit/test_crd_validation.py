@@ -306,7 +306,7 @@ def test_established_status_of_a_protected_group(crd):
         "message": "approved in https://github.com/kubernetes-sigs/scheduler-plugins/pull/50"}
 
 
-def test_cel_rules_are_checked_for_shape_only(crd):
+def test_cel_rules_are_checked_for_shape_then_compiled(crd):
     spec = schema_of(crd)["properties"]["spec"]
     spec["x-kubernetes-validations"] = [{"rule": " "}, {"rule": "self.minMember > 0", "message": "a\nb"},
                                         {"rule": "self.minMember > 0", "reason": "FieldValueWrong"}]
@@ -319,8 +319,13 @@ def test_cel_rules_are_checked_for_shape_only(crd):
         '"FieldValueWrong": supported values: "FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", '
         '"FieldValueRequired"',
     ]
-    spec["x-kubernetes-validations"] = [{"rule": "self.minMember >", "message": "broken CEL is not compiled"}]
-    assert messages(crd) == []
+    spec["x-kubernetes-validations"] = [{"rule": "self.minMember >", "message": "broken"}]
+    assert [m.splitlines()[0] for m in messages(crd)] == [
+        "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: "
+        'apiextensions.ValidationRule{Rule:"self.minMember >", Message:"broken", MessageExpression:"", '
+        'Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: '
+        "compilation failed: ERROR: <input>:1:17: Syntax error: mismatched input '<EOF>' expecting {'[', '{', "
+        "'(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}"]
 
 
 def test_generic_object_meta_rules_apply_to_crds(crd):

@@ -100,6 +100,20 @@ def test_cluster_policy_rendering():
     assert "defaultRuntime" not in spec["operator"]
 
 
+def test_cluster_policy_follows_the_templates_field_by_field_guards():
+    spec = cluster_policy(values_for("v26.3.3", parse_set(["daemonsets.labels.team=ml"])), version="v26.3.3")["spec"]
+    assert spec["driver"]["upgradePolicy"] == {
+        "autoUpgrade": True, "maxParallelUpgrades": 1, "maxUnavailable": "25%",
+        "waitForCompletion": {"timeoutSeconds": 0},
+        "podDeletion": {"force": False, "timeoutSeconds": 300, "deleteEmptyDir": False},
+        "drain": {"enable": False, "force": False, "timeoutSeconds": 300, "deleteEmptyDir": False}}
+    assert spec["daemonsets"]["labels"] == {"helm.sh/chart": "gpu-operator-v26.3.3",
+                                            "app.kubernetes.io/managed-by": "gpu-operator", "team": "ml"}
+    assert not [name for name, block in spec.items() if "hostNetwork" in block]   # written only when true
+    assert "mps" not in spec["devicePlugin"]
+    assert "env" not in spec["driver"]["manager"] and spec["validator"]["plugin"] == {"env": []}
+
+
 def test_cluster_policy_without_plugin_config_has_no_config_block():
     assert "config" not in cluster_policy(values_for())["spec"]["devicePlugin"]
 
@@ -112,4 +126,4 @@ def test_crd_is_cluster_scoped_with_status_and_age_columns():
     schema = version["schema"]["openAPIV3Schema"]["properties"]
     assert schema["status"]["properties"]["state"]["enum"] == ["ignored", "ready", "notReady"]
     assert schema["spec"]["properties"]["mig"]["properties"]["strategy"]["enum"] == ["none", "single", "mixed"]
-    assert schema["spec"]["properties"]["operator"]["properties"]["defaultRuntime"]["default"] == "docker"
+    assert schema["spec"]["properties"]["driver"]["properties"]["kernelModuleType"]["default"] == "auto"

@@ -17,7 +17,7 @@ def test_driver_version_from_the_image():
 def test_upgrade_policy_defaults_and_overrides():
     assert UpgradePolicy.from_spec({}) == UpgradePolicy(True, 1, False)
     spec = {"driver": {"upgradePolicy": {"autoUpgrade": False, "maxParallelUpgrades": 0,
-                                         "gpuPodDeletion": {"force": True}}}}
+                                         "podDeletion": {"force": True}}}}
     assert UpgradePolicy.from_spec(spec) == UpgradePolicy(False, 0, True)
 
 

@@ -225,6 +225,30 @@ def test_logs_of_a_container_that_never_started_and_of_a_missing_previous():
     run(body)
 
 
+def test_a_claim_bound_late_mounts_without_a_warning_and_one_never_bound_times_out():
+    """volume_manager.go WaitForAttachAndMount: the kubelet waits for a claim silently, reporting FailedMount only
+    after podAttachAndMountTimeout (2m3s, scaled here)."""
+    async def body(h):
+        claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+                 "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+        h.api.create("persistentvolumeclaims", claim, "default")
+        h.api.create("persistentvolumeclaims", {**claim, "metadata": {"name": "never"}}, "default")
+        h.pod("late", [container(**shell("sleep 3600"), volumeMounts=[{"name": "d", "mountPath": "/data"}])],
+              volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}])
+        h.pod("stuck", [container(**shell("sleep 3600"), volumeMounts=[{"name": "d", "mountPath": "/data"}])],
+              volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "never"}}])
+        await asyncio.sleep(0.3)
+        h.api.patch("persistentvolumeclaims", "data", {"status": {"phase": "Bound"}}, "merge", "default",
+                    subresource="status")
+        await h.phase("late", "Running")
+        assert h.event_count("late", "FailedMount") == 0
+        await h.until(lambda: h.event_count("stuck", "FailedMount"), what="FailedMount after the mount wait")
+        assert ("Warning", "FailedMount", "Unable to attach or mount volumes: unmounted volumes=[d], unattached "
+                "volumes=[], failed to process volumes=[d]: context deadline exceeded", None) in h.events("stuck")
+        assert h.get("stuck")["status"]["phase"] == "Pending"
+    run(body)
+
+
 def test_a_missing_program_is_a_start_error():
     async def body(h):
         h.pod("missing", [container(command=["trainer", "--epochs", "3"])], restartPolicy="Never")

@@ -41,6 +41,11 @@ class MountError(Exception):
     """A volume cannot be set up; ``str()`` is the FailedMount event message."""
 
 
+class ClaimNotBound(MountError):
+    """A claim volume whose claim is not bound yet: the volume manager waits for it silently (WaitForAttachAndMount)
+    and reports FailedMount only when that wait times out; ``str()`` is the message it reports then."""
+
+
 # --- $(VAR) expansion -------------------------------------------------------
 def expand(text: str, values: dict[str, str]) -> str:
     """expansion.Expand: ``$(NAME)`` -> value (left as is when unknown), ``$$`` -> ``$``."""
@@ -315,7 +320,7 @@ def volume_files(api: Api, pod: dict, *, host_ip: str, pod_ip: str) -> dict[str,
             message = str(exc)
             if not message.startswith(("MountVolume", "Unable to attach")):
                 message = f'MountVolume.SetUp failed for volume "{name}" : {message}'
-            raise MountError(message) from None
+            raise type(exc)(message) from None
         out[name] = files
     return out
 
@@ -326,8 +331,10 @@ def _check_claim(api: Api, namespace: str, volume: str, claim: str) -> None:
     if pvc is None:
         raise MountError(f'persistentvolumeclaim "{claim}" not found')
     if (pvc.get("status") or {}).get("phase") != "Bound":
-        raise MountError(f"Unable to attach or mount volumes: unmounted volumes=[{volume}], unattached "
-                         f"volumes=[{volume}]: timed out waiting for the condition")
+        # kubelet.go SyncPod around volume_manager.go WaitForAttachAndMount: a claim volume is not attachable and,
+        # its claim unbound, the desired-state populator fails to process it; the poll ends with its context error
+        raise ClaimNotBound(f"Unable to attach or mount volumes: unmounted volumes=[{volume}], unattached "
+                            f"volumes=[], failed to process volumes=[{volume}]: context deadline exceeded")
 
 
 def _downward(pod: dict, item: dict, host_ip: str, pod_ip: str) -> str:

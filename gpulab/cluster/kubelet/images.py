@@ -161,6 +161,7 @@ class Catalog:
     behaviours: dict[str, Behaviour]
     shells: dict[str, str]
     resolver: str
+    natives: dict[str, NativeProgram] = field(default_factory=dict)   # every native program supplied, by name
     _by_repository: dict[str, list[_Entry]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -239,7 +240,9 @@ def load_catalog(*extra: CatalogSource) -> Catalog:
     behaviours: dict[str, Behaviour] = {}
     shells: dict[str, str] = {}
     resolver = ""
+    natives: dict[str, NativeProgram] = {}
     for doc, programs in docs:
+        natives.update(programs)
         program_sets.update(doc.get("programSets") or {})
         registries.update(doc.get("registries") or {})
         behaviours.update({name: _behaviour(name, b, programs) for name, b in (doc.get("behaviours") or {}).items()})
@@ -258,7 +261,8 @@ def load_catalog(*extra: CatalogSource) -> Catalog:
                 env=tuple((k, str(v)) for k, v in (spec.get("env") or {}).items()), shell=spec.get("shell"),
                 programs=programs, os_release=spec.get("osRelease", ""))
             entries.append(_Entry(image, re.compile(spec["tags"]), tuple(str(t) for t in spec.get("preloaded") or ())))
-    return Catalog(entries=entries, registries=registries, behaviours=behaviours, shells=shells, resolver=resolver)
+    return Catalog(entries=entries, registries=registries, behaviours=behaviours, shells=shells, resolver=resolver,
+                   natives=natives)
 
 
 @lru_cache(maxsize=1)

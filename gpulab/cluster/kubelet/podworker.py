@@ -22,8 +22,8 @@ from ..gofmt import go_duration, truncate_ms
 from ..objects import parse_time, rfc3339
 from . import devices, dra, podstatus
 from .admission import Rejection, admit
-from .containerenv import (ContainerConfigError, MountError, container_argv, container_env, container_files,
-                           pod_hostname, volume_files)
+from .containerenv import (ClaimNotBound, ContainerConfigError, MountError, container_argv, container_env,
+                           container_files, pod_hostname, volume_files)
 from .images import Image, ImageReference, InvalidReference, PullError, parse_reference
 from .process import Process
 from .shell import World
@@ -142,6 +142,7 @@ class PodWorker:
         self.dra_allocation: Allocation | None = None  # what the pod's prepared claims give containers
         self.dra_error = ""
         self.next_mount_retry = 0.0
+        self.mount_wait_since: float | None = None  # when WaitForAttachAndMount began waiting for a claim
 
     # --- helpers -----------------------------------------------------------
     @property
@@ -325,6 +326,16 @@ class PodWorker:
                 return False
             try:
                 self.volumes = volume_files(self.k.api, self.pod, host_ip=self.node.host_ip, pod_ip="")
+            except ClaimNotBound as exc:
+                if self.mount_wait_since is None:
+                    self.mount_wait_since = now
+                if now - self.mount_wait_since < self.k.timings.mount_timeout:
+                    self._wake(now + self.k.timings.mount_retry)
+                    return False
+                self.mount_wait_since = now
+                self._event("Warning", "FailedMount", str(exc))
+                self._wake(now + self.k.timings.mount_retry)
+                return False
             except MountError as exc:
                 self._event("Warning", "FailedMount", str(exc))
                 self.next_mount_retry = now + self.k.timings.backoff_resync
@@ -528,13 +539,15 @@ class PodWorker:
         files = container_files(self.pod, run.spec, image, self.volumes or {}, pod_ip=self.ip or "", allocation=alloc)
         mounted = {m.container_path: alloc.programs[m.container_path] for m in alloc.response.mounts
                    if m.container_path in alloc.programs}
+        natives = {path: self.k.catalog.natives[name] for path, name in alloc.native_programs.items()
+                   if path in mounted and name in self.k.catalog.natives}
         node = self.k.api.store.get("nodes", "", self.node_name) or {}
         capacity = (node.get("status") or {}).get("capacity") or {}
         info = (node.get("status") or {}).get("nodeInfo") or {}
         return World(image=image, catalog=self.k.catalog, env=env, files=files, hostname=pod_hostname(self.pod),
                      nproc=max(1, int(float(capacity.get("cpu", "1") or 1))), kernel=info.get("kernelVersion", ""),
                      workdir=run.spec.get("workingDir") or "/", mounted=mounted,
-                     node_labels=self._node_labels)
+                     mounted_native=natives, node_labels=self._node_labels)
 
     def _node_labels(self) -> dict[str, str]:
         """The labels of this pod's node now (what a program reading its Node from the API would see)."""

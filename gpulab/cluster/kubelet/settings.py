@@ -31,6 +31,8 @@ class Timings:
     backoff_max: float
     error_resync: float
     backoff_resync: float
+    mount_retry: float           # WaitForAttachAndMount's poll interval and its timeout
+    mount_timeout: float
     status_flush: float
     scale: float
 
@@ -62,6 +64,7 @@ def load_lifecycle(scale: float = 1.0) -> Lifecycle:
         container_start=t["containerStart"] * scale, pull_latency=pull["latency"],
         pull_bytes_per_second=pull["bytesPerSecond"], pull_max=pull["max"], pull_failure=pull["failure"] * scale,
         backoff_initial=t["backOffInitial"], backoff_max=t["backOffMax"], error_resync=t["errorResync"] * scale,
-        backoff_resync=t["backOffResync"] * scale,
+        backoff_resync=t["backOffResync"] * scale, mount_retry=t["attachAndMountRetry"] * scale,
+        mount_timeout=t["attachAndMountTimeout"] * scale,
         status_flush=t["statusFlush"] * scale, scale=scale)
     return Lifecycle(tuple(doc["nodeConditions"]), doc["ready"], doc["networkNotReady"], timings)

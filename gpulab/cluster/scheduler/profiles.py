@@ -37,9 +37,9 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
 )
 
 NOT_EMULATED = {  # upstream's default plugins absent from DEFAULT_PLUGINS (between NodeResourcesFit and PTS)
-    "VolumeRestrictions": "no PersistentVolumeClaims are served, and in-tree disk volumes are not emulated",
-    "NodeVolumeLimits": "no PersistentVolumeClaims or CSINodes are served",
-    "VolumeZone": "no PersistentVolumeClaims or PersistentVolumes are served",
+    "VolumeRestrictions": "not ported: ReadWriteOncePod claims and in-tree disk volumes are not emulated",
+    "NodeVolumeLimits": "not ported: CSINodes carry no attach limits (no CSI drivers run)",
+    "VolumeZone": "not ported: the local-path provisioner's volumes have node affinity, no zone labels",
 }
 
 

@@ -14,10 +14,9 @@ What apiextensions-apiserver does to a custom resource, in its order:
 * validation (pkg/registry/customresource/strategy.go and validator.go): TypeMeta,
   ObjectMeta (the shared validation/meta.py), the OpenAPI schema (kube-openapi, see
   :mod:`structural_openapi`), the scale subresource's replicas, and the
-  ``x-kubernetes-list-type`` set/map uniqueness (schema/listtype/validation.go).
-
-``x-kubernetes-validations`` (CEL) rules are not evaluated: see
-docs/fidelity.md#schema-validation.
+  ``x-kubernetes-list-type`` set/map uniqueness (schema/listtype/validation.go),
+  then, unless one of those errors is blocking, the ``x-kubernetes-validations``
+  CEL rules (:mod:`custom_rules`).
 """
 from __future__ import annotations
 
@@ -31,10 +30,10 @@ from ..gofmt import go_v
 from ..registry import ResourceType
 from . import structural_decode as decode
 from . import gofield
-from . import structural_openapi
+from . import custom_rules, structural_openapi
 from .formats import name_is_dns_subdomain
 from .meta import validate_object_meta, validate_object_meta_update
-from .path import Path
+from .path import Path, child as _child, key as _key
 
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _META_FIELDS = ("apiVersion", "kind", "metadata")
@@ -213,11 +212,11 @@ def default(x: Any, s: dict | None) -> None:
 
 # --- validation --------------------------------------------------------
 def validate_custom_resource(rt: ResourceType, obj: dict, old: dict | None = None) -> list[FieldError]:
-    """customResourceStrategy.Validate (or ValidateUpdate when ``old`` is given), without CEL.
+    """customResourceStrategy.Validate (or ValidateUpdate when ``old`` is given).
 
     TypeMeta (alone when wrong), ObjectMeta (ValidateObjectMetaAccessor, or ...Update on update), the OpenAPI
-    schema, the scale subresource's replicas, then list-type set/map uniqueness (ratcheted on update: only
-    checked when the old object passed it).
+    schema, the scale subresource's replicas, list-type set/map uniqueness (ratcheted on update: only
+    checked when the old object passed it), then the CEL rules unless an earlier error blocks them.
     """
     type_errs = _validate_type_meta(rt, obj)
     if type_errs:
@@ -235,6 +234,9 @@ def validate_custom_resource(rt: ResourceType, obj: dict, old: dict | None = Non
         errs += _validate_scale(obj, scale)
     if old is None or not validate_list_sets_and_maps(None, s, old):
         errs += validate_list_sets_and_maps(None, s, obj)
+    if custom_rules.has_rules(s):
+        blocked = custom_rules.blocking_error(errs)
+        errs += [blocked] if blocked else custom_rules.validate(s, obj, old)
     return errs
 
 
@@ -302,14 +304,6 @@ def validate_list_sets_and_maps(path: Path | None, s: dict | None, obj: Any) -> 
         if key in properties:
             errs += _list_sets_and_maps(_child(path, key), properties[key], v)
     return errs
-
-
-def _child(path: Path | None, name: str) -> Path:
-    return path.child(name) if path is not None else Path(name)
-
-
-def _key(path: Path | None, key: str) -> Path:
-    return path.key(key) if path is not None else Path(f"[{key}]")
 
 
 def _list_sets_and_maps(path: Path, s: dict, obj: Any) -> list[FieldError]:

@@ -31,3 +31,18 @@ class Path:
 
     def __repr__(self) -> str:
         return f"Path({self._text!r})"
+
+
+def child(path: Path | None, name: str) -> Path:
+    """``path.Child(name)`` where ``None`` is Go's nil root path (its child is the name alone)."""
+    return path.child(name) if path is not None else Path(name)
+
+
+def key(path: Path | None, k: str) -> Path:
+    """``path.Key(k)`` where ``None`` is the nil root path."""
+    return path.key(k) if path is not None else Path(f"[{k}]")
+
+
+def index(path: Path | None, i: int) -> Path:
+    """``path.Index(i)`` where ``None`` is the nil root path."""
+    return path.index(i) if path is not None else Path(f"[{i}]")

@@ -9,7 +9,8 @@ pkg/apiserver/schema/defaulting/validation.go (ValidateDefaults). The schema is
 the v1 JSON form (``additionalProperties`` may be a bool, ``items`` an object).
 
 Go iterates ``properties`` maps in random order; here they go in sorted order.
-CEL rules in ``x-kubernetes-validations`` are checked for shape only, not compiled.
+CEL rules in ``x-kubernetes-validations`` are checked for shape, then compiled
+(:func:`.custom_rules.compile_errors`; their cost is not estimated).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import FieldError
 from . import gofield
-from . import structural_openapi
+from . import custom_rules, structural_openapi
 from .custom import prune
 from .path import Path
 
@@ -286,7 +287,7 @@ _NEWLINES = re.compile(r"[\n\r]+")
 
 
 def _x_validations(s: dict, path: Path) -> list[FieldError]:
-    """The shape checks of x-kubernetes-validations rules (their CEL is not compiled)."""
+    """The shape checks of x-kubernetes-validations rules, then their compilation."""
     errs = []
     for i, rule in enumerate(s.get("x-kubernetes-validations") or []):
         rule_path = path.child("x-kubernetes-validations").index(i)
@@ -314,7 +315,7 @@ def _x_validations(s: dict, path: Path) -> list[FieldError]:
         if _NEWLINES.search(field_path):
             errs.append(gofield.invalid(rule_path.child("fieldPath"), field_path,
                                         "fieldPath must not contain line breaks"))
-    return errs
+    return errs + custom_rules.compile_errors(s.get("x-kubernetes-validations") or [], path)
 
 
 # --- ValidateStructural ----------------------------------------------

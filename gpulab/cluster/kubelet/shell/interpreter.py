@@ -15,7 +15,7 @@ import math
 import re
 from typing import Callable, Generator
 
-from ....contract import NativeProgram
+from ....contract import USE_RECORDED_OUTPUT, NativeProgram
 from .parse import AndOr, For, Group, If, Loop, Parser, Pipeline, Redirect, Seq, ShellSyntaxError, Simple, Word
 from .terminal import InputStream
 from .world import Action, Program, World
@@ -348,6 +348,10 @@ class Shell:
 
     def run_program(self, prog: Program, argv: list[str]) -> Gen:
         if prog.kind == "mounted":
+            if prog.native is not None:
+                status = yield from self._run_native(prog.native, argv)
+                if status != USE_RECORDED_OUTPUT:
+                    return status
             yield from self.emit(1, prog.output)
             return 0
         if prog.kind == "utility":

@@ -14,6 +14,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Callable, Generator
 
+from ....contract import NativeProgram
 from ..images import Behaviour, Catalog, Image
 
 # What a program generator yields: ("out", text) for output, ("sleep", seconds) to let time pass.
@@ -40,6 +41,7 @@ class Program:
     kind: str                    # "utility", "behaviour", "mounted", "script", "opaque"
     behaviour: Behaviour | None = None
     output: str = ""             # mounted programs: their fixed stdout
+    native: NativeProgram | None = None   # mounted programs the node agent runs natively
 
     @property
     def stop(self) -> StopHandler | None:
@@ -108,6 +110,8 @@ class World:
     workdir: str = "/"
     # Host programs mounted by the device allocation: container path -> stdout by argument line ("" for any other).
     mounted: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Mounted host programs run as a native program instead (container path -> the program).
+    mounted_native: dict[str, NativeProgram] = field(default_factory=dict)
     # The labels of the node the container runs on, read when asked (they change while a program runs).
     node_labels: Callable[[], dict[str, str]] = _no_labels
     # The process's virtual clock (seconds since the epoch), advanced by the process driver.
@@ -123,8 +127,11 @@ class World:
         name = posixpath.basename(argv[0])
         outputs = self.mounted.get(argv[0]) or next(
             (out for path, out in self.mounted.items() if posixpath.basename(path) == name), None)
+        native = self.mounted_native.get(argv[0]) or next(
+            (prog for path, prog in self.mounted_native.items() if posixpath.basename(path) == name), None)
         if outputs is not None:
-            return Program(name, "mounted", output=outputs.get(" ".join(argv[1:]), outputs.get("", "")))
+            output = outputs.get(" ".join(argv[1:]), outputs.get("", ""))
+            return Program(name, "mounted", output=output, native=native)
         if self.files.read(self.files.normalize(argv[0], self.workdir)) is not None and "/" in argv[0]:
             return Program(argv[0], "script")
         if not self.image.has_program(name):

@@ -1,0 +1,133 @@
+"""The emulated ``nvidia-dcgm-exporter``'s ``/metrics``: Prometheus text as dcgm-exporter 4.5.3-4.8.2 prints it.
+
+The counters, their types and HELP lines are the exporter's defaults (``etc/default-counters.csv``,
+``data/dcgm-counters.yaml``); each sample's labels follow ``internal/pkg/rendermetrics/render_metrics.go``:
+``gpu``, ``UUID``, ``pci_bus_id``, ``device``, ``modelName``, then ``GPU_I_PROFILE``/``GPU_I_ID`` for a MIG
+GPU instance, ``Hostname`` (the ``NODE_NAME`` the operator gives the exporter), then the attributes in
+Go's sorted map order: the ``DCGM_FI_DRIVER_VERSION`` label field and, for a device a container holds,
+``container``/``namespace``/``pod`` (``internal/pkg/transformation/kubernetes.go``; with time-slicing
+every replica maps to the one GPU, and on a MIG GPU the parent GPU's samples carry its last MIG pod, as
+that code's ``deviceToPodMap`` ends up). The values are the workload model's (:mod:`.usage`).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+
+from .pods import meta
+from .usage import DeviceUse, NodeUsage, power_w, temperature_c
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class Counter:
+    field: str
+    type: str
+    help: str
+    entity: str      # gpu | instance | nomig
+    value: str
+    double: bool
+
+
+@lru_cache(maxsize=1)
+def counters() -> tuple[Counter, ...]:
+    doc = yaml.safe_load(resources.files(__package__).joinpath("data/dcgm-counters.yaml").read_text())
+    return tuple(Counter(c["field"], c["type"], c["help"], c["entity"], c["value"], c.get("format") == "double")
+                 for c in doc)
+
+
+@lru_cache(maxsize=1)
+def _activity() -> tuple[dict, int]:
+    doc = yaml.safe_load(resources.files(__package__).joinpath("data/workloads.yaml").read_text())
+    return doc["activity"], int(doc["idleSmClockMhz"])
+
+
+def _value(name: str, use: NodeUsage, device: DeviceUse, uptime_s: float) -> float:
+    index = device.gpu_index
+    busy = device.util > 0                   # this GPU or MIG instance
+    gpu_busy = use.gpu_util(index) > 0       # any of the GPU's instances
+    activity, idle_clock = _activity()
+    model = device.gpu.model
+    figures = {
+        "zero": lambda: 0,
+        "util": lambda: device.util,
+        "sm_clock": lambda: model.max_graphics_clock_mhz if gpu_busy else idle_clock,
+        "mem_clock": lambda: model.max_memory_clock_mhz,
+        "gpu_temp": lambda: temperature_c(use, index),
+        "memory_temp": lambda: temperature_c(use, index) + 4,
+        "power": lambda: power_w(use, index),
+        "energy": lambda: int(power_w(use, index) * uptime_s * 1000),
+        "fb_used": lambda: device.used_mib,
+        "fb_free": lambda: device.total_mib - device.used_mib,
+        "mem_copy_util": lambda: activity["memCopyUtil"] if busy else 0,
+        "engine_active": lambda: device.util / 100,
+        "tensor_active": lambda: activity["tensorActive"] if busy else 0.0,
+        "dram_active": lambda: activity["dramActive"] if busy else 0.0,
+        "pcie_tx": lambda: activity["pcieTxBytes"] if busy else 0,
+        "pcie_rx": lambda: activity["pcieRxBytes"] if busy else 0,
+    }
+    return figures[name]()
+
+
+def _entities(counter: Counter, use: NodeUsage) -> list[DeviceUse]:
+    out = []
+    for device in use.devices:
+        mig_gpu = device.gpu.mig_enabled
+        if counter.entity == "gpu" and device.mig is None:
+            out.append(device)
+        elif counter.entity == "nomig" and device.mig is None and not mig_gpu:
+            out.append(device)
+        elif counter.entity == "instance" and (device.mig is not None or not mig_gpu):
+            out.append(device)
+    return out
+
+
+def _labels(use: NodeUsage, device: DeviceUse, hostname: str) -> str:
+    gpu = device.gpu
+    parts = [f'gpu="{device.gpu_index}"', f'UUID="{gpu.uuid}"', f'pci_bus_id="{gpu.bus_id}"',
+             f'device="nvidia{device.gpu_index}"', f'modelName="{gpu.model.name}"']
+    if device.mig is not None:
+        parts += [f'GPU_I_PROFILE="{device.mig.profile.name}"', f'GPU_I_ID="{device.mig.gpu_instance_id}"']
+    if hostname:
+        parts.append(f'Hostname="{hostname}"')
+    attributes = {}
+    if use.driver_version:
+        attributes["DCGM_FI_DRIVER_VERSION"] = use.driver_version
+    holder = device.pod_holder
+    if device.mig is None and gpu.mig_enabled:
+        holder = next((d.pod_holder for d in reversed(use.devices)
+                       if d.gpu_index == device.gpu_index and d.pod_holder), None)
+    if holder is not None:
+        attributes.update(container=holder.container, namespace=holder.namespace, pod=holder.pod)
+    parts += [f'{k}="{v}"' for k, v in sorted(attributes.items())]
+    return ",".join(parts)
+
+
+def render(use: NodeUsage, *, hostname: str, uptime_s: float) -> str:
+    """The exporter's ``/metrics`` body for one node."""
+    lines = []
+    for counter in counters():
+        entities = _entities(counter, use)
+        if not entities:
+            continue
+        lines += [f"# HELP {counter.field} {counter.help}", f"# TYPE {counter.field} {counter.type}"]
+        for device in entities:
+            value = _value(counter.value, use, device, uptime_s)
+            text = f"{float(value):f}" if counter.double else f"{int(value)}"
+            lines.append(f"{counter.field}{{{_labels(use, device, hostname)}}} {text}")
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def uptime_seconds(node: dict, now: float | None = None) -> float:
+    """Seconds since the node registered (its boot, as far as the emulation knows)."""
+    created = meta(node).get("creationTimestamp")
+    if not created:
+        return 0.0
+    start = datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
+    return max(0.0, (now or time.time()) - start)
