@@ -29,6 +29,9 @@ def _cluster(sub: argparse._SubParsersAction) -> None:
             a.add_argument("--no-gpu-stack", action="store_true",
                            help="do not run the GPU stack emulation inside the cluster (drive it with "
                                 "`gpulab gpustack run --kubeconfig K`); remembered for this cluster")
+            a.add_argument("--feature-gates", metavar="GATE=BOOL,...",
+                           help="feature gates of the control plane, e.g. GenericWorkload=true,GangScheduling=true; "
+                                "remembered for this cluster (stop it first to change them)")
     p.set_defaults(func=_run_cluster)
 
 
@@ -52,7 +55,7 @@ def _run_cluster(args: argparse.Namespace) -> int:
             if args.no_gpu_stack and recorded:
                 _without_gpu_stack(lifecycle.cluster_dir(args.name))
             path = embedded.up(args.name, topology=Path(args.topology) if args.topology else None,
-                               merge=args.merge, port=args.port)
+                               merge=args.merge, port=args.port, feature_gates=args.feature_gates)
             if args.no_gpu_stack and not recorded:
                 # A new cluster's add-on reads the flag only when the ClusterPolicy CRD appears, after this.
                 _without_gpu_stack(lifecycle.cluster_dir(args.name))

@@ -44,7 +44,40 @@ COPIED_DENSITY = MultipleChoice(
     hint="lab 04: p99 under busy neighbours, and the latency plot",
 )
 
-KEYS = {"final.forgotten_toleration": (FORGOTTEN_TOLERATION, "b"), "final.copied_density": (COPIED_DENSITY, "b")}
+DRA_MEMORY_SELECTOR = MultipleChoice(
+    options={
+        "a": "device.attributes['gpu.nvidia.com'].memory >= 40",
+        "b": "device.attributes['gpu.nvidia.com'].productName == '40Gi'",
+        "c": "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0",
+        "d": "resources.limits['nvidia.com/gpu-memory'] >= 40Gi",
+    },
+    why_not={
+        "a": "NVIDIA's driver publishes memory as a capacity, not an attribute: the expression fails at run time "
+             "on every device (no such key: memory)",
+        "b": "productName is the GPU's name; no product is called 40Gi, so nothing matches",
+        "d": "that is not CEL over a device, and no device plugin advertises a memory resource",
+    },
+    hint="module 06: the ResourceSlice read like a datasheet, and the Pending pod whose selector named a missing "
+         "attribute",
+)
+
+DRA_OR_DEVICE_PLUGIN = MultipleChoice(
+    options={
+        "a": "nvidia.com/gpu: 2 with a product nodeSelector, which every cluster and quota tool understands.",
+        "b": "Always DRA: nvidia.com/gpu is deprecated in v1.37.",
+        "c": "A ResourceClaim shared by both pods, since DRA is the only way to get two GPUs.",
+        "d": "DRA, because the device plugin cannot count past one GPU per pod.",
+    },
+    why_not={
+        "b": "the device plugin and extended resources are stable and remain the GPU Operator's default",
+        "c": "a shared claim gives the same device to every pod that names it; two whole GPUs are two devices",
+        "d": "nvidia.com/gpu: N asks for N whole GPUs",
+    },
+    hint="module 06: when to use DRA and when nvidia.com/gpu",
+)
+
+KEYS = {"final.forgotten_toleration": (FORGOTTEN_TOLERATION, "b"), "final.copied_density": (COPIED_DENSITY, "b"),
+        "final.dra_memory_selector": (DRA_MEMORY_SELECTOR, "c"), "final.dra_or_device_plugin": (DRA_OR_DEVICE_PLUGIN, "a")}
 
 for check_id, (question, key) in KEYS.items():
     keys.install(check_id, lambda cluster, answer, question=question, key=key: question.judge(answer, key))

@@ -22,7 +22,8 @@ from tests.test_checks_common import FakeGpuStack, start_plain_cluster
 
 KEYS = ROOT / "grader" / "answer_keys.py"
 FINAL = ROOT / "solutions" / "final-assessment" / "final-assessment.ipynb"
-MULTIPLE_CHOICE = ("final.forgotten_toleration", "final.copied_density")
+MULTIPLE_CHOICE = ("final.forgotten_toleration", "final.copied_density", "final.dra_memory_selector",
+                   "final.dra_or_device_plugin")
 
 
 def record(check_id: str, answer):
@@ -70,7 +71,7 @@ def test_the_package_holds_no_key(monkeypatch):
     """Neither an option's text nor why it is wrong is in the installed package: nothing there to read the key from."""
     keys = answer_keys(monkeypatch)
     sources = "\n".join(p.read_text() for p in (ROOT / "gpulab").rglob("*.py"))
-    for question in (keys["FORGOTTEN_TOLERATION"], keys["COPIED_DENSITY"]):
+    for question, _ in keys["KEYS"].values():
         for text in (*question.options.values(), *question.why_not.values()):
             assert text[:60] not in sources
 
@@ -136,7 +137,9 @@ def test_every_planned_check_is_registered():
         "lab04.timeslicing_a100", "lab04.latency_sensitive", "lab04.mig_mixed_h100", "lab04.mig_pod_running",
         "lab04.choose_sharing", "lab04.check_yourself",
         "lab05.deadlock_explained", "lab05.coscheduling_installed", "lab05.gang_jobs_complete",
-        "final.allocatable_gpus", "final.forgotten_toleration", "final.copied_density",
+        "lab06.big_gpu_template", "lab06.shared_claim", "lab06.pending_reason",
+        "final.allocatable_gpus", "final.forgotten_toleration", "final.copied_density", "final.dra_memory_selector",
+        "final.dra_or_device_plugin",
     ]
     with pytest.raises(KeyError, match="no check 'lab02.pool_labelled'; did you mean 'lab02.pools_labelled'"):
         checks.run("lab02.pool_labelled")

@@ -224,3 +224,27 @@ def test_concurrent_ups_wait_for_the_starting_cluster(home):
         assert code == 0, err
         assert "cluster 'gpulab' is running" in out and err == ""
     assert "state: running" in run(home, "cluster", "status").stdout
+
+
+def test_feature_gates_are_kept_with_the_cluster_and_change_only_at_a_start(home):
+    """``--feature-gates`` as kind's config takes them: a bad gate is refused with nothing started, the gates hold
+    across down/up (the control plane's flags), and a running cluster refuses new ones with what to do."""
+    bad = run(home, "cluster", "up", "--feature-gates", "GangSchedulin=true", check=False)
+    assert bad.returncode == 1 and "unrecognized feature gate: GangSchedulin" in bad.stderr
+    assert run(home, "cluster", "status", check=False).returncode == 1
+    kubeconfig = run(home, "cluster", "up").stdout.strip().splitlines()[-1]
+
+    def beta_served() -> bool:
+        rows = kubectl(kubeconfig, "api-resources", "--api-group=scheduling.k8s.io", "-o", "name", home=home)
+        return "workloads.scheduling.k8s.io" in rows.stdout.split()
+
+    assert not beta_served()
+    refused = run(home, "cluster", "up", "--feature-gates", "GenericWorkload=true", check=False)
+    assert refused.returncode == 1 and "`gpulab cluster down --name gpulab`, then" in refused.stderr
+    run(home, "cluster", "down")
+    run(home, "cluster", "up", "--feature-gates", "GenericWorkload=true,GangScheduling=true")
+    assert beta_served()
+    assert "feature-gates: GenericWorkload=true,GangScheduling=true" in run(home, "cluster", "status").stdout
+    run(home, "cluster", "down")
+    run(home, "cluster", "up")
+    assert beta_served()

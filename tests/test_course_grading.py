@@ -52,6 +52,9 @@ MISTAKES = {
     "lab04-sharing": {
         "h100-time-sliced": ({"timeslicing_a100_answer": None}, {"timeslicing_a100_test"}),   # see _h100_too
     },
+    "lab06-dra": {
+        "claim-in-default": ({"shared_claim_answer": None}, {"shared_claim_test"}),          # see _claim_elsewhere
+    },
     "final-assessment": {      # one learner, three mistakes: each costs its own cell (the grader's keys judge two)
         "mistakes": ({"allocatable_gpus_answer": "allocatable_gpus = 8",
                       "timeslicing_a100_answer": None,
@@ -69,13 +72,21 @@ def _h100_too(solution: str) -> str:
                        '"4"), timeout=300)')
 
 
+def _claim_elsewhere(solution: str) -> str:
+    """lab06's shared claim created in namespace default while its pod is in team-a: the mistake the check catches."""
+    return solution.replace("namespace: team-a", "namespace: default", 1)
+
+
+DERIVED = {"timeslicing_a100_answer": _h100_too, "shared_claim_answer": _claim_elsewhere}
+
+
 def _submission(course, cells: dict[str, str | None]):
     nb = course.answered(course.exercises())
     solutions = {e.answer_id: e.solution for e in course.exercises()}
     for cell in nb.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if grade_id in cells:
-            cell.source = cells[grade_id] if cells[grade_id] is not None else _h100_too(solutions[grade_id])
+            cell.source = cells[grade_id] if cells[grade_id] is not None else DERIVED[grade_id](solutions[grade_id])
     return nb
 
 
@@ -119,6 +130,7 @@ def test_feedback_names_the_mistake(graded):
         "lab01-gpu-operator": "the driver is not pinned: release",
         "lab03-h100-pod": "is not one of the options (a, b, c, d)",
         "lab04-sharing": "the H100 node gpulab-worker2 is time-sliced too",
+        "lab06-dra": "ResourceClaim shared-gpu is in namespace default, not team-a",
         "final-assessment": ("8 is what a single node advertises; the question asks for the whole cluster",
                              "the H100 node gpulab-worker2 is time-sliced too",
                              "(a) is not it: a resource request does not tolerate a taint"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import replace
 
-from . import final, lab01, lab02, lab03, lab04, lab05, progress, setup  # noqa: F401 - registers the checks
+from . import final, lab01, lab02, lab03, lab04, lab05, lab06, progress, setup  # noqa: F401 - registers the checks
 from .answers import NO_ANSWER, unanswered
 from .registry import CHECKS, LABS, Check
 from .result import Result, failed

@@ -16,6 +16,8 @@ QUESTIONS = {     # check id -> (title, the answer's variable, its form)
     "final.forgotten_toleration": ("question: a GPU pod without a toleration on a tainted pool", "answer_1",
                                    one_of("abcd")),
     "final.copied_density": ("question: copying a time-slicing density from a blog", "answer_2", one_of("abcd")),
+    "final.dra_memory_selector": ("question: a DRA selector for a GPU's memory", "answer_3", one_of("abcd")),
+    "final.dra_or_device_plugin": ("question: DRA or nvidia.com/gpu for a request", "answer_4", one_of("abcd")),
 }
 
 for _check_id, (_title, _variable, _form) in QUESTIONS.items():

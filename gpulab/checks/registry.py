@@ -22,6 +22,7 @@ LABS = {
     "lab03": "lab03-h100-pod",
     "lab04": "lab04-sharing",
     "lab05": "lab05-gang-scheduling",
+    "lab06": "lab06-dra",
     "final": "final-assessment",
 }
 

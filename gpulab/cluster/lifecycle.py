@@ -160,19 +160,39 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 
 def up(name: str = DEFAULT_NAME, *, topology: Path | None = None, merge: bool = False, port: int | None = None,
-       server_module: str = "gpulab.cluster.serve", topology_format: TopologyFormat | None = None) -> Path:
+       server_module: str = "gpulab.cluster.serve", topology_format: TopologyFormat | None = None,
+       feature_gates: str | None = None) -> Path:
     """Start (or resume) the cluster; return the kubeconfig path once the API answers. A new cluster's nodes come
     from ``topology``, read with the composition's ``topology_format`` (its node fields, its default file). While
-    another ``up`` starts it, wait for that one and report the cluster it started."""
+    another ``up`` starts it, wait for that one and report the cluster it started. ``feature_gates`` (the
+    ``--feature-gates`` syntax) is recorded with the cluster and applies from this start on, as a control plane
+    restarted with the flag; a running cluster keeps the gates it started with."""
     with _locked(name):
-        return _up(name, topology, merge, port, server_module, topology_format)
+        return _up(name, topology, merge, port, server_module, topology_format, feature_gates)
+
+
+def _checked_gates(text: str) -> str:
+    """``text`` normalized (``A=true,B=false``), or ClusterError with the gate parser's words."""
+    from . import features
+
+    try:
+        gates = features.parse(text)
+    except features.FeatureGateError as exc:
+        raise ClusterError(f"invalid argument {text!r} for \"--feature-gates\" flag: {exc}") from None
+    return ",".join(f"{gate}={str(on).lower()}" for gate, on in gates.items())
 
 
 def _up(name: str, topology: Path | None, merge: bool, port: int | None, server_module: str,
-        topology_format: TopologyFormat | None) -> Path:
+        topology_format: TopologyFormat | None, feature_gates: str | None = None) -> Path:
     directory = cluster_dir(name)
     meta_file = directory / "cluster.json"
+    gates = None if feature_gates is None else _checked_gates(feature_gates)
     if is_running(name):
+        recorded = json.loads(meta_file.read_text()).get("featureGates", "")
+        if gates is not None and gates != recorded:
+            raise ClusterError(f"cluster {name!r} is running with feature gates {recorded or '(the defaults)'!r}; "
+                               f"gates change only when the control plane starts. Run `gpulab cluster down --name "
+                               f"{name}`, then `gpulab cluster up --name {name} --feature-gates {gates}`.")
         if topology is not None:
             raise ClusterError(f"cluster {name!r} is already running; a topology applies only to a new cluster. "
                                f"Run `gpulab cluster reset --name {name}` first to start over with {topology}.")
@@ -189,8 +209,9 @@ def _up(name: str, topology: Path | None, merge: bool, port: int | None, server_
             raise ClusterError(f"cluster {name!r} already exists (stopped); a topology applies only to a new "
                                f"cluster. Run `gpulab cluster reset --name {name}` first to use {topology}.")
         private_dir(directory)  # a cluster created before its folder was kept private
-        if port is not None and port != meta["port"]:
-            meta["port"] = port
+        if (port is not None and port != meta["port"]) or (gates is not None and gates != meta.get("featureGates")):
+            meta["port"] = port or meta["port"]
+            meta["featureGates"] = meta.get("featureGates", "") if gates is None else gates
             write_private(meta_file, json.dumps(meta, indent=1))
     else:
         from .topology import PLAIN, check_nodes
@@ -198,19 +219,20 @@ def _up(name: str, topology: Path | None, merge: bool, port: int | None, server_
         nodes = (topology_format or PLAIN).nodes(topology, name)
         check_nodes(nodes)
         private_dir(directory)
-        meta = {"name": name, "port": port or free_port(), "nodes": [asdict(n) for n in nodes]}
+        meta = {"name": name, "port": port or free_port(), "nodes": [asdict(n) for n in nodes],
+                "featureGates": gates or ""}
         write_private(meta_file, json.dumps(meta, indent=1))
     if _port_taken(int(meta["port"])):
         raise ClusterError(
             f"port {meta['port']} on 127.0.0.1, which cluster {name!r} uses, is taken by another process. "
             f"Stop that process, or start this cluster on another port with "
             f"`gpulab cluster up --name {name} --port PORT`.")
-    _spawn(name, server_module)
+    _spawn(name, server_module, meta.get("featureGates", ""))
     _write_kubeconfig(name, merge)
     return kubeconfig_path(name)
 
 
-def _spawn(name: str, server_module: str) -> None:
+def _spawn(name: str, server_module: str, feature_gates: str = "") -> None:
     directory = cluster_dir(name)
     read_fd, write_fd = os.pipe()
     log_file = open_private_append(directory / "server.log")  # handed to the child
@@ -218,7 +240,7 @@ def _spawn(name: str, server_module: str) -> None:
         proc = subprocess.Popen(
             [sys.executable, "-m", server_module, "--dir", str(directory), "--ready-fd", str(write_fd)],
             stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, pass_fds=(write_fd,),
-            start_new_session=True, close_fds=True, env=_server_env())
+            start_new_session=True, close_fds=True, env=_server_env(feature_gates))
     finally:
         os.close(write_fd)
         log_file.close()
@@ -238,11 +260,15 @@ def _spawn(name: str, server_module: str) -> None:
                        f"Fix the cause, then run `gpulab cluster up --name {name}` again.")
 
 
-def _server_env() -> dict[str, str]:
-    """The server's environment: ours, with no CA bundle to load. aiohttp builds its client TLS contexts when
-    imported, reading every system CA (a tenth of a second or more of the start); the server makes no outbound
-    TLS connection, and its own certificates come from the cluster's PKI files."""
-    return {**os.environ, "SSL_CERT_FILE": os.devnull}
+def _server_env(feature_gates: str = "") -> dict[str, str]:
+    """The server's environment: ours, with no CA bundle to load, and the cluster's recorded feature gates after
+    any in ``GPULAB_FEATURE_GATES`` (a later entry wins). aiohttp builds its client TLS contexts when imported,
+    reading every system CA (a tenth of a second or more of the start); the server makes no outbound TLS
+    connection, and its own certificates come from the cluster's PKI files."""
+    from .features import ENV
+
+    gates = ",".join(filter(None, (os.environ.get(ENV, ""), feature_gates)))
+    return {**os.environ, "SSL_CERT_FILE": os.devnull, **({ENV: gates} if gates else {})}
 
 
 def _read_ready(fd: int, proc: subprocess.Popen) -> str:
@@ -326,6 +352,8 @@ def status(name: str = DEFAULT_NAME) -> dict:
     info = {"name": name, "state": "running" if pid else "stopped", "port": meta.get("port"),
             "nodes": len(meta.get("nodes", [])), "directory": str(directory),
             "kubeconfig": str(kubeconfig_path(name))}
+    if meta.get("featureGates"):
+        info["feature-gates"] = meta["featureGates"]
     if pid:
         info["pid"] = pid
     elif (directory / "server.pid").exists():

@@ -45,6 +45,13 @@ def _manifest(file: str) -> list[dict]:
     return [doc for doc in yaml.safe_load_all(text) if doc]
 
 
+def _resource(document: dict):
+    """The namespaced Resource of a manifest's document (a plural kubectl would find: the kind, lower case, + s)."""
+    from ..kubeclient import Resource
+
+    return Resource(document["apiVersion"], document["kind"].lower() + "s")
+
+
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 
 
@@ -94,6 +101,33 @@ class GpuOperator:
 
 
 @dataclass(frozen=True)
+class DraDriver:
+    """``helm install nvidia-dra-driver-gpu`` with ``--set`` values, then wait until every GPU node publishes its
+    devices in a ResourceSlice."""
+
+    sets: tuple[str, ...] = ("gpuResourcesEnabledOverride=true", "featureGates.DynamicMIG=true")
+
+    def describe(self) -> str:
+        flags = "".join(f" --set {s}" for s in self.sets)
+        return ("install NVIDIA's DRA driver for GPUs: helm install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu "
+                f"-n nvidia-dra-driver-gpu --create-namespace --version=25.8.1{flags}")
+
+    def apply(self, api_client) -> None:
+        from ..gpustack.drainstall import install
+        from ..kubeclient import Kube
+
+        install(Kube(api_client), sets=list(self.sets), wait=False)
+
+        def published() -> bool:
+            reader = ClusterReader(api_client)
+            nodes = {s["spec"].get("nodeName") for s in reader.custom_objects("resource.k8s.io", "v1",
+                                                                                "resourceslices")}
+            return bool(nodes) and all(name(n) in nodes for n in gpu_nodes(reader.nodes()))
+
+        wait_until("the DRA driver to publish every GPU node's devices", published, OPERATOR_TIMEOUT)
+
+
+@dataclass(frozen=True)
 class PoolLabels:
     """``pool=<gpu family>`` on every GPU node (lab02's first exercise, done)."""
 
@@ -134,14 +168,19 @@ class PendingPod:
     namespace: str = "default"
 
     def describe(self) -> str:
-        names = ", ".join(f"pod/{d['metadata']['name']}" for d in _manifest(self.manifest))
+        names = ", ".join(f"{d['kind'].lower()}/{d['metadata']['name']}" for d in _manifest(self.manifest))
         return f"create {names} in namespace {self.namespace} (it stays Pending)"
 
     def apply(self, api_client) -> None:
-        from ..kubeclient import PODS, Kube
+        from ..kubeclient import NAMESPACES, PODS, Kube
 
         kube = Kube(api_client)
-        for pod in _manifest(self.manifest):
+        documents = _manifest(self.manifest)
+        if kube.try_get(NAMESPACES, self.namespace) is None:
+            kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
+        for other in (d for d in documents if d["kind"] != "Pod"):     # what the pods use (a claim template)
+            kube.create(_resource(other), other, self.namespace)
+        for pod in (d for d in documents if d["kind"] == "Pod"):
             kube.create(PODS, pod, self.namespace)
             wait_until(f"the scheduler's verdict on pod {pod['metadata']['name']}", lambda: unschedulable_message(
                 ClusterReader(api_client).pod(pod["metadata"]["name"], self.namespace) or {}), SETTLE_TIMEOUT)
