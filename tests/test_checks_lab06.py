@@ -141,6 +141,7 @@ def test_shared_claim_fails_on_a_claim_in_the_wrong_namespace(stack):
     apply(stack, shared("default"), pod(lab06.PAIR_POD, {"resourceClaimName": lab06.SHARED_CLAIM}, containers=2))
     result = run(stack, "lab06.shared_claim")
     assert not result.passed and "ResourceClaim shared-gpu is in namespace default, not team-a" in result.reason
+    assert "a pod can use only claims and templates of its own namespace" in result.reason
 
 
 def test_shared_claim_fails_when_one_container_does_not_use_it(stack):
