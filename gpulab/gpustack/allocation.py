@@ -33,6 +33,7 @@ from .driver import cuda_version
 from .hardware import GpuModel
 from .latency import expected_latency
 from .mig import Layout
+from .mpsdaemon import HOST_ROOT, pipe_dir
 from .nvidia_smi import node_gpus, render, render_list, visible
 from .sharing import DevicePluginConfig, admission_error
 
@@ -77,13 +78,29 @@ def allocated_ids(pod: dict) -> set[str]:
     return parse_allocation(raw).device_ids() if raw else set()
 
 
-def container_answer(devices: dict[str, list[str]], visible_devices: str, programs: dict[str, str]) -> ContainerAllocation:
+def mps_client(resource: str) -> tuple[dict[str, str], tuple[Mount, ...]]:
+    """``mpsOptions.updateReponse`` (internal/plugin/mps.go): an MPS client is told the control daemon's pipe
+    directory and gets it and the daemon's ``/dev/shm`` mounted from the MPS root on the host."""
+    pipe = pipe_dir(resource)
+    return ({"CUDA_MPS_PIPE_DIRECTORY": pipe},
+            (Mount(pipe, pipe_dir(resource, HOST_ROOT), directory=True),
+             Mount("/dev/shm", HOST_ROOT + "/shm", directory=True)))
+
+
+def container_answer(devices: dict[str, list[str]], visible_devices: str, programs: dict[str, str],
+                     mps_resource: str = "") -> ContainerAllocation:
     """What a container holding ``devices`` is given: ``NVIDIA_VISIBLE_DEVICES``, a device node per device and the
-    control nodes, and ``nvidia-smi`` mounted with ``programs`` (its output by argument line) when there are any."""
+    control nodes, ``nvidia-smi`` mounted with ``programs`` (its output by argument line) when there are any, and
+    for a replica of ``mps_resource`` what an MPS client needs (:func:`mps_client`)."""
     count = sum(len(ids) for ids in devices.values())
     nodes = [f"/dev/nvidia{i}" for i in range(count)] + list(_CONTROL_DEVICES)
     mounts = (Mount(NVIDIA_SMI, _DRIVER_ROOT + NVIDIA_SMI, read_only=True),) if programs else ()
-    response = ContainerAllocateResponse(envs={"NVIDIA_VISIBLE_DEVICES": visible_devices}, mounts=mounts,
+    envs = {"NVIDIA_VISIBLE_DEVICES": visible_devices}
+    if mps_resource:
+        mps_envs, mps_mounts = mps_client(mps_resource)
+        envs.update(mps_envs)
+        mounts += mps_mounts
+    response = ContainerAllocateResponse(envs=envs, mounts=mounts,
                                          devices=tuple(DeviceNode(path, path, "rw") for path in nodes))
     return ContainerAllocation(devices=devices, response=response,
                                programs={NVIDIA_SMI: programs} if programs else {},
@@ -135,8 +152,11 @@ def allocate(pod: dict, devices: dict[str, list[Device]], used: set[str], config
             given[resource] = [d.id for d in chosen]
             physical += [d.physical for d in chosen if d.physical not in physical]
         seen = visible(gpus, physical)
+        mps_resource = next((r for r in sorted(given) if r in config.shared_resource_names()), "") \
+            if config.strategy == "mps" else ""
         containers[container["name"]] = container_answer(given, ",".join(physical), {
-            "": render(seen, driver_version=driver_version, cuda_version=cuda, now=when), "-L": render_list(seen)})
+            "": render(seen, driver_version=driver_version, cuda_version=cuda, now=when), "-L": render_list(seen)},
+            mps_resource)
     return Allocation(containers)
 
 

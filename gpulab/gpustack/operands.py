@@ -29,6 +29,8 @@ GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 OPERANDS_LABEL = "nvidia.com/gpu.deploy.operands"
 MIG_MANAGER_LABEL = "nvidia.com/gpu.deploy.mig-manager"
 MIG_CAPABLE_LABEL = "nvidia.com/mig.capable"
+MPS_CAPABLE_LABEL = "nvidia.com/mps.capable"
+MPS_CONTROL_DAEMON = "nvidia-device-plugin-mps-control-daemon"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 MIG_CONFIG_DISABLED = "all-disabled"
 WORKLOAD_CONFIG_LABEL = "nvidia.com/gpu.workload.config"
@@ -89,6 +91,8 @@ class Operand:
     enabled_when_unset: bool = True  # the spec type's IsEnabled() when ``enabled`` is absent
     always: bool = False             # deployed whatever ``enabled`` says (the validator)
     extra_labels: dict[str, str] = field(default_factory=dict)
+    extra_node_selector: dict[str, str] = field(default_factory=dict)
+    host_pid: bool = False
 
 
 OPERANDS: tuple[Operand, ...] = (
@@ -104,6 +108,12 @@ OPERANDS: tuple[Operand, ...] = (
     Operand("nvidia-device-plugin-daemonset", "devicePlugin", "nvidia.com/gpu.deploy.device-plugin",
             ("nvidia-device-plugin", "config-manager"), (_TOOLKIT_READY_WAIT, "config-manager-init"),
             "nvidia-device-plugin"),
+    # assets/state-mps-control-daemon/0400_daemonset.yaml: started with the device plugin (isStateEnabled), placed
+    # only where GFD found the node's config to select MPS.
+    Operand(MPS_CONTROL_DAEMON, "devicePlugin", "nvidia.com/gpu.deploy.device-plugin",
+            ("mps-control-daemon-ctr", "config-manager"),
+            (_TOOLKIT_READY_WAIT, "mps-control-daemon-mounts", "config-manager-init"),
+            "nvidia-device-plugin", extra_node_selector={MPS_CAPABLE_LABEL: "true"}, host_pid=True),
     Operand("nvidia-dcgm", "dcgm", "nvidia.com/gpu.deploy.dcgm",
             ("nvidia-dcgm-ctr",), (_TOOLKIT_READY_WAIT,), "nvidia-dcgm", enabled_when_unset=False),
     Operand("nvidia-dcgm-exporter", "dcgmExporter", "nvidia.com/gpu.deploy.dcgm-exporter",
@@ -175,7 +185,7 @@ def operand_daemonset(spec: dict[str, Any], op: Operand, *, namespace: str = "gp
     pull_policy = block.get("imagePullPolicy", "IfNotPresent")
     containers = [{"name": name, "image": main_image, "imagePullPolicy": pull_policy}
                   for name in op.containers if name not in skip]
-    init_containers = [{"name": name, "image": main_image if name.startswith(("config-manager", "k8s-driver"))
+    init_containers = [{"name": name, "image": main_image if name.startswith(("config-manager", "k8s-driver", "mps-"))
                         else validator_image, "imagePullPolicy": pull_policy}
                        for name in op.init_containers if name not in skip]
     if op.component == "driver":
@@ -197,7 +207,7 @@ def operand_daemonset(spec: dict[str, Any], op: Operand, *, namespace: str = "gp
             max_unavailable = int(max_unavailable)   # the operator's intstr.Parse: "1" is the integer 1
         update_strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": max_unavailable}}
     pod_spec: dict[str, Any] = {
-        "nodeSelector": {op.deploy_label: "true"},
+        "nodeSelector": {op.deploy_label: "true", **op.extra_node_selector},
         "tolerations": list(daemonsets.get("tolerations", [])),
         "serviceAccountName": op.service_account,
         "initContainers": init_containers,
@@ -205,6 +215,8 @@ def operand_daemonset(spec: dict[str, Any], op: Operand, *, namespace: str = "gp
     }
     if daemonsets.get("priorityClassName"):
         pod_spec["priorityClassName"] = daemonsets["priorityClassName"]
+    if op.host_pid:
+        pod_spec["hostPID"] = True
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",

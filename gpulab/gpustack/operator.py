@@ -22,7 +22,9 @@ from .. import kubeclient
 from . import standins
 from .deviceplugin import CONFIG_LABEL
 from .mig import default_config_map
-from .operands import NFD_OS_ID_LABEL, NFD_OS_VERSION_LABEL, OPERANDS, is_enabled, operand_daemonset, os_tag
+from .mpsdaemon import HOST_ROOT
+from .operands import (MPS_CONTROL_DAEMON, NFD_OS_ID_LABEL, NFD_OS_VERSION_LABEL, OPERANDS, is_enabled,
+                       operand_daemonset, os_tag)
 
 # The operator's writes are recorded under this field manager; every Kube the GPU stack writes with names it.
 FIELD_MANAGER = "gpu-operator"
@@ -40,7 +42,7 @@ STATES: tuple[tuple[str, str | None], ...] = (
     ("state-container-toolkit", "nvidia-container-toolkit-daemonset"),
     ("state-operator-validation", "nvidia-operator-validator"),
     ("state-device-plugin", "nvidia-device-plugin-daemonset"),
-    ("state-mps-control-daemon", None),
+    ("state-mps-control-daemon", MPS_CONTROL_DAEMON),
     ("state-dcgm", "nvidia-dcgm"),
     ("state-dcgm-exporter", "nvidia-dcgm-exporter"),
     ("gpu-feature-discovery", "gpu-feature-discovery"),
@@ -98,10 +100,27 @@ def _transform(ds: dict, spec: dict, namespace: str) -> dict:
         elif init["name"] == "config-manager-init":
             init["command"] = ["config-manager"]
             init["env"] = _config_manager_env(plugin_config, oneshot=True)
+        elif init["name"] == "mps-control-daemon-mounts":
+            init["command"] = ["mps-control-daemon", "mount-shm"]
+            init["securityContext"] = {"privileged": True}
+            init["volumeMounts"] = [{"name": "mps-root", "mountPath": "/mps", "mountPropagation": "Bidirectional"}]
+    signalled = "/usr/bin/mps-control-daemon" if name == MPS_CONTROL_DAEMON else "nvidia-device-plugin"
     for container in pod["containers"]:
         if container["name"] == "config-manager":
             container["command"] = ["config-manager"]
-            container["env"] = _config_manager_env(plugin_config, oneshot=False)
+            container["env"] = _config_manager_env(plugin_config, oneshot=False, signalled=signalled)
+        elif container["name"] == "mps-control-daemon-ctr":
+            container["command"] = ["mps-control-daemon"]
+            env = {"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
+                   "MIG_STRATEGY": strategy}
+            if plugin_config.get("name"):
+                env["CONFIG_FILE"] = "/config/config.yaml"
+            container["env"] = [NODE_NAME_ENV] + _env(env)
+            container["securityContext"] = {"privileged": True}
+            container["volumeMounts"] = [{"name": "mps-shm", "mountPath": "/dev/shm"},
+                                         {"name": "mps-root", "mountPath": "/mps"}]
+            volumes += [{"name": "mps-root", "hostPath": {"path": HOST_ROOT, "type": "DirectoryOrCreate"}},
+                        {"name": "mps-shm", "hostPath": {"path": HOST_ROOT + "/shm"}}]
         elif container["name"] == "nvidia-operator-validator":
             container["command"] = ["sh", "-c"]
             container["args"] = ["echo all validations are successful; while true; do sleep 86400; done"]
@@ -109,7 +128,7 @@ def _transform(ds: dict, spec: dict, namespace: str) -> dict:
             container["command"] = ["nvidia-device-plugin"]
             env = {"PASS_DEVICE_SPECS": "true", "FAIL_ON_INIT_ERROR": "true", "DEVICE_LIST_STRATEGY": "envvar",
                    "DEVICE_ID_STRATEGY": "uuid", "NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "all",
-                   "MIG_STRATEGY": strategy}
+                   "MIG_STRATEGY": strategy, "MPS_ROOT": HOST_ROOT}
             if plugin_config.get("name"):
                 env["CONFIG_FILE"] = "/config/config.yaml"
             container["env"] = _env(env)
@@ -127,7 +146,8 @@ def _transform(ds: dict, spec: dict, namespace: str) -> dict:
             container["volumeMounts"] = [{"name": "mig-parted-config", "mountPath": "/mig-parted-config"}]
             volumes.append({"name": "mig-parted-config",
                             "configMap": {"name": mig_config.get("name") or DEFAULT_MIG_CONFIG}})
-    if plugin_config.get("name") and name in ("nvidia-device-plugin-daemonset", "gpu-feature-discovery"):
+    if plugin_config.get("name") and name in ("nvidia-device-plugin-daemonset", "gpu-feature-discovery",
+                                              MPS_CONTROL_DAEMON):
         volumes.append({"name": "available-configs", "configMap": {"name": plugin_config["name"]}})
         for container in pod["containers"] + pod.get("initContainers", []):
             if container["name"].startswith("config-manager"):
@@ -137,12 +157,12 @@ def _transform(ds: dict, spec: dict, namespace: str) -> dict:
     return ds
 
 
-def _config_manager_env(config: dict, *, oneshot: bool) -> list[dict]:
+def _config_manager_env(config: dict, *, oneshot: bool, signalled: str = "nvidia-device-plugin") -> list[dict]:
     return [NODE_NAME_ENV] + _env({
         "ONESHOT": "true" if oneshot else "false", "KUBECONFIG": "", "NODE_LABEL": CONFIG_LABEL,
         "CONFIG_FILE_SRCDIR": "/available-configs", "CONFIG_FILE_DST": "/config/config.yaml",
         "DEFAULT_CONFIG": config.get("default", ""), "FALLBACK_STRATEGIES": "named,single",
-        "SEND_SIGNAL": "false" if oneshot else "true", "SIGNAL": "1", "PROCESS_TO_SIGNAL": "nvidia-device-plugin"})
+        "SEND_SIGNAL": "false" if oneshot else "true", "SIGNAL": "1", "PROCESS_TO_SIGNAL": signalled})
 
 
 def _stand_in_lines(spec: dict) -> dict[str, str]:
@@ -151,6 +171,7 @@ def _stand_in_lines(spec: dict) -> dict[str, str]:
     default = ((spec.get("devicePlugin") or {}).get("config") or {}).get("default")
     lines = {name: f"{component} validation is successful" for name, component in _VALIDATION_COMPONENT.items()}
     lines["k8s-driver-manager"] = "Unloading NVIDIA driver kernel modules...done"
+    lines["mps-control-daemon-mounts"] = ""       # mount-shm logs nothing when it succeeds
     lines["config-manager-init"] = (f"Successfully updated to config: {default}" if default
                                     else "Successfully updated to empty config")
     return lines
@@ -175,12 +196,15 @@ def desired_objects(policy: dict, namespace: str, gpu_node_labels: list[dict[str
     owner = [owner_reference(policy)]
     objects: list[tuple[kubeclient.Resource, dict]] = [
         (RUNTIMECLASSES, rc) for rc in runtime_classes(spec, owner)]
-    for op in OPERANDS:
-        if not is_enabled(spec, op):
-            continue
+    # Each state's ServiceAccount (assets/state-*/0100_service_account.yaml); the MPS control daemon's state has
+    # one of its own although its pods run as the device plugin's.
+    accounts = [op.service_account for op in OPERANDS if is_enabled(spec, op)]
+    if any(op.name == MPS_CONTROL_DAEMON and is_enabled(spec, op) for op in OPERANDS):
+        accounts.append(MPS_CONTROL_DAEMON)
+    for account in dict.fromkeys(accounts):
         objects.append((kubeclient.SERVICEACCOUNTS, {
             "apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": {"name": op.service_account, "namespace": namespace, "ownerReferences": owner}}))
+            "metadata": {"name": account, "namespace": namespace, "ownerReferences": owner}}))
     mig_manager = spec.get("migManager") or {}
     if mig_manager.get("enabled", True) and ((mig_manager.get("config") or {}).get("name") or DEFAULT_MIG_CONFIG) \
             == DEFAULT_MIG_CONFIG:

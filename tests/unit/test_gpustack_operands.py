@@ -22,7 +22,14 @@ def test_default_operands_and_their_placement():
     daemonsets = {ds["metadata"]["name"]: ds for ds in operand_daemonsets(SPEC)}
     assert list(daemonsets) == ["nvidia-driver-daemonset", "nvidia-container-toolkit-daemonset",
                                 "nvidia-operator-validator", "nvidia-device-plugin-daemonset",
+                                "nvidia-device-plugin-mps-control-daemon",
                                 "nvidia-dcgm-exporter", "gpu-feature-discovery", "nvidia-mig-manager"]
+    mps = daemonsets["nvidia-device-plugin-mps-control-daemon"]["spec"]["template"]["spec"]
+    assert mps["nodeSelector"] == {"nvidia.com/gpu.deploy.device-plugin": "true", "nvidia.com/mps.capable": "true"}
+    assert mps["hostPID"] is True and mps["serviceAccountName"] == "nvidia-device-plugin"
+    assert [c["name"] for c in mps["initContainers"]] == ["toolkit-validation", "mps-control-daemon-mounts"]
+    assert [(c["name"], c["image"]) for c in mps["containers"]] == [
+        ("mps-control-daemon-ctr", "nvcr.io/nvidia/k8s-device-plugin:v0.18.1")]
     plugin = daemonsets["nvidia-device-plugin-daemonset"]
     pod = plugin["spec"]["template"]["spec"]
     assert plugin["metadata"]["labels"] == {"app": "nvidia-device-plugin-daemonset"}

@@ -73,6 +73,7 @@ def test_status_names_the_states_not_ready():
     ready = {name: ds(2) for name in ("nvidia-driver-daemonset", "nvidia-container-toolkit-daemonset",
                                       "nvidia-operator-validator", "nvidia-device-plugin-daemonset",
                                       "nvidia-dcgm-exporter", "gpu-feature-discovery", "nvidia-mig-manager")}
+    ready["nvidia-device-plugin-mps-control-daemon"] = ds(0)     # no node selects MPS: scheduled nowhere, ready
     verdict = policy_status(p, {**ready, "nvidia-driver-daemonset": ds(2, unavailable=2)}, has_nfd_labels=True,
                             has_gpu_nodes=True)
     assert (verdict.state, verdict.reason, verdict.message) == (

@@ -9,7 +9,7 @@
 * Files: the kubelet-managed /etc/hosts (pkg/kubelet/kubelet_pods.go managedHostsFileContent) and
   /etc/resolv.conf (ClusterFirst), the image's /etc/os-release, the device nodes and mounts of the device
   plugin's answer (the runtime's OCI spec ``linux.devices`` and ``mounts``: empty files, programs
-  executable), and the pod's volumes (configMap, secret, downwardAPI, projected service account token;
+  executable, empty directories for mounts the answer marks ``directory``), and the pod's volumes (configMap, secret, downwardAPI, projected service account token;
   other volume types are empty directories). A missing ConfigMap or Secret fails the mount like the volume
   manager (``MountVolume.SetUp failed for volume ...``).
 """
@@ -364,6 +364,9 @@ def container_files(pod: dict, container: dict, image: Image, volumes: dict[str,
     for device in allocation.response.devices:
         fs.add_file(device.container_path, "", _device_mode(device.permissions))
     for mount in allocation.response.mounts:
+        if mount.directory:
+            fs.mkdirs(fs.normalize(mount.container_path))
+            continue
         mode = 0o755 if mount.container_path in allocation.programs else 0o444 if mount.read_only else 0o644
         fs.add_file(mount.container_path, "", mode)
     for mount in container.get("volumeMounts") or ():
