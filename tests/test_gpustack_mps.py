@@ -64,6 +64,9 @@ def cluster(tmp_path_factory):
               '{"spec":{"devicePlugin":{"config":{"name":"sharing-config","default":"default"}}}}')
     c.kubectl("label", "node", A100, "nvidia.com/device-plugin.config=a100-mps")
     wait_for(lambda: allocatable(c, A100) == "4", timeout=300, what="the A100's MPS replicas")
+    wait_for(lambda: allocatable(c, H100) == "1" and
+             node(c, H100)["metadata"]["labels"].get("nvidia.com/gpu.replicas") == "1",
+             timeout=300, what="the H100's GPU, advertised and labelled")
     yield c
     stop_cluster(c)
 
@@ -134,6 +137,10 @@ def test_a_client_gets_the_pipe_directory_and_shm(cluster):
     probe = cluster.kubectl("exec", "mps-client", "--", "sh", "-c",
                             "test -d /mps/nvidia.com/gpu/pipe && test -d /dev/shm && echo both directories").stdout
     assert probe == "both directories\n"
+    smi = cluster.kubectl("exec", "mps-client", "--", "nvidia-smi").stdout
+    # The whole GPU (NVML knows nothing of the daemon's memory limit), in the compute mode the daemon set.
+    assert "NVIDIA A100-SXM4-40GB" in smi and "/  40960MiB |" in smi
+    assert "E. Process |" in smi
     cluster.kubectl("delete", "pod", "mps-client", "--wait=false")
 
 

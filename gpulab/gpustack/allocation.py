@@ -34,7 +34,7 @@ from .hardware import GpuModel
 from .latency import expected_latency
 from .mig import Layout
 from .mpsdaemon import HOST_ROOT, pipe_dir
-from .nvidia_smi import node_gpus, render, render_list, visible
+from .nvidia_smi import node_gpus, render, render_list, under_mps, visible
 from .sharing import DevicePluginConfig, admission_error
 
 LATENCY_ANNOTATION = "gpulab.dev/expected-latency"
@@ -151,9 +151,9 @@ def allocate(pod: dict, devices: dict[str, list[Device]], used: set[str], config
             used.update(d.id for d in chosen)
             given[resource] = [d.id for d in chosen]
             physical += [d.physical for d in chosen if d.physical not in physical]
-        seen = visible(gpus, physical)
         mps_resource = next((r for r in sorted(given) if r in config.shared_resource_names()), "") \
             if config.strategy == "mps" else ""
+        seen = under_mps(visible(gpus, physical)) if mps_resource else visible(gpus, physical)
         containers[container["name"]] = container_answer(given, ",".join(physical), {
             "": render(seen, driver_version=driver_version, cuda_version=cuda, now=when), "-L": render_list(seen)},
             mps_resource)

@@ -8,7 +8,9 @@ the ``MIG devices`` table (``Shared Memory-Usage`` since 580) and the ``Processe
 table. A container sees only the devices the device plugin gave it
 (``NVIDIA_VISIBLE_DEVICES``), renumbered from 0: a MIG slice shows its parent
 GPU with ``N/A`` memory and the one MIG device; a time-sliced replica shows the
-whole GPU, exactly like an exclusive one.
+whole GPU, exactly like an exclusive one; an MPS client shows the whole GPU too (NVML
+does not apply the control daemon's pinned-memory limit), in ``E. Process`` compute
+mode, which the MPS control daemon sets (:func:`under_mps`).
 """
 from __future__ import annotations
 
@@ -42,6 +44,8 @@ class SmiGpu:
     power_w: float | None = None
     temperature_c: int | None = None
     mig_used_mib: tuple[int, ...] = ()        # per MIG device shown, when known
+    # "E. Process" once an MPS control daemon has set the GPU EXCLUSIVE_PROCESS (mps/daemon.go setComputeMode).
+    compute_mode: str = "Default"
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,11 @@ class SmiProcess:
     type: str = "C"
     gpu_instance_id: int | None = None
     compute_instance_id: int | None = None
+
+
+def under_mps(gpus: Sequence[SmiGpu]) -> list[SmiGpu]:
+    """The GPUs as an MPS control daemon leaves them: whole GPUs in ``EXCLUSIVE_PROCESS`` compute mode."""
+    return [gpu if gpu.mig_enabled else replace(gpu, compute_mode="E. Process") for gpu in gpus]
 
 
 def pci_bus_id(index: int) -> str:
@@ -152,7 +161,7 @@ def _gpu_rows(index: int, gpu: SmiGpu) -> list[str]:
     perf = "P0" if gpu.util else model.idle_perf
     return [
         f"|{index:>4}  {name:<31}{persistence:<4}|   {gpu.bus_id} {'Off':>3} |{ecc:>21} |",
-        f"| N/A   {temperature}C    {perf}{power:>16} / {cap:>5} |{memory}|{util:>8}{'Default':>13} |",
+        f"| N/A   {temperature}C    {perf}{power:>16} / {cap:>5} |{memory}|{util:>8}{gpu.compute_mode:>13} |",
         f"|{'':41}|{'':24}|{mig_mode:>21} |",
     ]
 

@@ -24,10 +24,12 @@ from ..contract import USE_RECORDED_OUTPUT
 from . import dcgm
 from .driver import cuda_version
 from .hardware import mig_uuid
-from .nvidia_smi import SmiGpu, render, render_list, visible
+from .nvidia_smi import SmiGpu, render, render_list, under_mps, visible
 from .usage import NodeUsage, node_usage, power_w, temperature_c
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+# GFD's label of the node's sharing strategy: "mps" where the MPS control daemon runs (it follows the same config).
+SHARING_STRATEGY_LABEL = "nvidia.com/gpu.sharing-strategy"
 NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
              "Make sure that the latest NVIDIA driver is installed and running.\n\n")
 INVALID_ARGS = "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n\n"
@@ -152,6 +154,8 @@ def nvidia_smi(process):
         return 9
     visible_ids = [i for i in (process.getenv("NVIDIA_VISIBLE_DEVICES") or "").split(",") if i]
     gpus = _seen(use, visible_ids)
+    if process.node_label(SHARING_STRATEGY_LABEL) == "mps":
+        gpus = under_mps(gpus)
     if visible_ids and not gpus:
         # devices the node's usage model does not hold (a DRA driver's dynamic MIG partitions): the outputs the
         # driver recorded when it prepared them are the container's view
