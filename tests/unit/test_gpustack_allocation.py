@@ -99,3 +99,19 @@ def test_latency_figures_count_busy_neighbours_on_the_same_gpu():
     assert (figures["mode"], figures["busyNeighbours"]) == ("time-slicing", 2)
     alone = latency_figures(pods[0], devices, pods[:1], H100)
     assert figures["p99_ms"] > alone["p99_ms"]
+
+
+def test_an_mps_client_gets_the_pipe_directory_and_shm():
+    mps = parse_config("version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n")
+    devices = listed_devices("n", whole_gpus(1), "none", mps)
+    main = run(pod(), devices, config=mps, layout=whole_gpus(1))["containers"]["main"]
+    assert main["response"]["envs"] == {"NVIDIA_VISIBLE_DEVICES": gpu_uuid("n", 0),
+                                        "CUDA_MPS_PIPE_DIRECTORY": "/mps/nvidia.com/gpu/pipe"}
+    assert main["response"]["mounts"][1:] == [
+        {"containerPath": "/mps/nvidia.com/gpu/pipe", "hostPath": "/run/nvidia/mps/nvidia.com/gpu/pipe",
+         "readOnly": False, "directory": True},
+        {"containerPath": "/dev/shm", "hostPath": "/run/nvidia/mps/shm", "readOnly": False, "directory": True}]
+    assert "E. Process |" in main["programs"][SMI][""]
+    sliced = run(pod(), listed_devices("n", whole_gpus(1), "none", SLICED), config=SLICED, layout=whole_gpus(1))
+    assert "CUDA_MPS_PIPE_DIRECTORY" not in sliced["containers"]["main"]["response"]["envs"]   # time-slicing: none
+    assert "Default |" in sliced["containers"]["main"]["programs"][SMI][""]
