@@ -165,3 +165,72 @@ def test_check_yourself_what_mig_gives():
         assert not result.passed and result.reason == f"({option}) is not it: {CHECK_YOURSELF.why_not[option]}"
     assert checks.run("lab04.check_yourself", "MIG isolates", client=object()).reason == \
         "'mig isolates' is not one of the options (a, b, c, d)"
+
+
+def mps(replicas: int, **extra) -> dict:
+    return {"version": "v1", "sharing": {"mps": {**extra, "resources": [{"name": "nvidia.com/gpu",
+                                                                         "replicas": replicas}]}}}
+
+
+def test_mps_a100(stack):
+    # The mistake: MPS selected while the ClusterPolicy keeps mig.strategy=mixed; the plugin refuses, the A100 stays
+    # as it was (here: exercise 1's time-slicing).
+    stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", sharing=time_slicing(4))
+    result = run(stack, "lab04.mps_a100")
+    assert not result.passed
+    assert result.reason == (
+        "A100 node gpulab-worker3 is not shared with MPS (nvidia.com/gpu.sharing-strategy=time-slicing, 16 "
+        "nvidia.com/gpu) and the ClusterPolicy runs mig.strategy=mixed, under which the device plugin refuses MPS "
+        "(using --mig-strategy=mixed is not supported with MPS)")
+    stack.operator(sets=("driver.version=580.105.08", "mig.strategy=single"))
+    try:
+        assert run(stack, "lab04.mps_a100").reason == (
+            "A100 node gpulab-worker3 is not shared with MPS (nvidia.com/gpu.sharing-strategy=time-slicing)")
+        stack.gpu_node(A100, A100_MODEL, 4, sharing=mps(2))
+        assert run(stack, "lab04.mps_a100").reason == (
+            "A100 node gpulab-worker3 is shared with MPS 2 ways (nvidia.com/gpu.replicas=2); the exercise asks for 4")
+        stack.gpu_node(A100, A100_MODEL, 4, sharing=mps(4, renameByDefault=True))
+        assert run(stack, "lab04.mps_a100").reason == (
+            "A100 node gpulab-worker3 advertises nvidia.com/gpu.shared: the config renames the shared resource "
+            "(renameByDefault: true), and the exercise keeps the name nvidia.com/gpu")
+        stack.gpu_node(A100, A100_MODEL, 4, sharing=mps(4))
+        # The mistake of exercise 1 again: the default entry shares the H100 as well.
+        stack.gpu_node(H100, "H100", 8, sharing=mps(4))
+        result = run(stack, "lab04.mps_a100")
+        assert not result.passed
+        assert result.reason == (
+            "the H100 node gpulab-worker2 is shared too (nvidia.com/gpu.sharing-strategy=mps, nvidia.com/gpu.replicas=4, "
+            "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-SHARED, 32 nvidia.com/gpu for its 8 GPUs, "
+            "nvidia.com/mps.capable=true); the exercise shares the A100 node only and leaves the H100's GPUs unshared")
+        stack.gpu_node(H100, "H100", 8, mig_config="all-disabled")          # the solution
+        result = run(stack, "lab04.mps_a100")
+        assert result.passed, result
+        assert result.reason == ("A100 shared with MPS 4 ways: gpulab-worker3 16 nvidia.com/gpu "
+                                 "(NVIDIA-A100-SXM4-40GB-SHARED); H100 not shared: gpulab-worker2")
+    finally:
+        stack.operator(sets=("driver.version=580.105.08", "mig.strategy=mixed"))     # the lab's starting state
+
+
+def test_choose_strategy():
+    from gpulab import checks
+
+    def judge(answer):
+        return checks.run("lab04.choose_strategy", answer, client=object())   # judged without reading the cluster
+
+    for answer in ("MPS", "mps", " CUDA MPS ", "Multi-Process Service"):
+        result = judge(answer)
+        assert result.passed, (answer, result)
+        assert result.reason == ("right: MPS runs the 8 servers' kernels at the same time, each capped at 5120 MiB "
+                                 "and 12 % of the threads, and the team accepts that they share faults")
+    mig = judge("MIG")
+    assert not mig.passed and mig.reason == (
+        "mig does not fit this scenario: an A100 40GB has at most 7 MIG slices, not 8 (and a slice's fixed share "
+        "isolates tenants, which one team does not need)")
+    sliced = judge("time-slicing")
+    assert not sliced.passed
+    assert sliced.reason.startswith("time-slicing does not fit this scenario: with 7 busy neighbours its p99 in the "
+                                    "latency model is about ")
+    assert sliced.reason.endswith(" ms, over the 5 ms budget: each waits for the others' time slices")
+    for wrong in (mig, sliced):
+        assert "mps" not in (wrong.reason + wrong.hint).lower()
+    assert judge("DRA").reason == "'dra' is none of MIG, time-slicing and MPS"

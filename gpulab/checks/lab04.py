@@ -1,4 +1,4 @@
-"""Lab 04, sharing a GPU: time-slicing the A100 node, MIG mixed on the H100 node, a pod on a slice, choosing one."""
+"""Lab 04, sharing a GPU: time-slicing the A100 node, MIG mixed on the H100 node, a pod on a slice, choosing one; then MPS on the A100 node and when to choose which of the three."""
 from __future__ import annotations
 
 from functools import cache
@@ -7,6 +7,7 @@ from .answers import MultipleChoice, choice, normalise
 from .gpus import (COUNT, GPU, MIG_CONFIG, MIG_RESOURCE_PREFIX, MIG_STATE, MIG_STRATEGY, PRODUCT, REPLICAS, SHARING,
                    allocatable, labels, name, nodes_of_family, nvidia_allocatable)
 from .kube import is_running, node_name, requested_resources, state_text
+from ..gpustack.hardware import gpu_model
 from ..gpustack.latency import request_ms_default
 from .registry import check
 from .result import Result, failed, passed
@@ -262,3 +263,128 @@ CHECK_YOURSELF = MultipleChoice(
        answer="check_yourself")
 def check_yourself(cluster, answer) -> Result:
     return CHECK_YOURSELF.judge(answer, key="b")
+
+
+# lab04.mps_a100: MPS, the device plugin's third strategy, on the A100 node; refused under the mixed MIG strategy.
+MPS_REPLICAS = 4
+MPS_CAPABLE = "nvidia.com/mps.capable"
+CLUSTERPOLICY = ("nvidia.com", "v1", "clusterpolicies")
+
+
+def _mig_strategy(cluster) -> str | None:
+    policies = cluster.custom_objects(*CLUSTERPOLICY)
+    return ((policies[0].get("spec") or {}).get("mig") or {}).get("strategy") if policies else None
+
+
+def _shared(node: dict) -> list[str]:
+    """What shows that a node's GPUs are shared in any way (time-slicing or MPS); empty when they are whole."""
+    node_labels = labels(node)
+    signs = _time_sliced(node)
+    if node_labels.get(SHARING) == "mps":
+        signs.insert(0, f"{SHARING}=mps")
+    if node_labels.get(MPS_CAPABLE) == "true":
+        signs.append(f"{MPS_CAPABLE}=true")
+    return signs
+
+
+@check("lab04.mps_a100", "A100 node shared with MPS 4 ways (16 nvidia.com/gpu, sharing-strategy mps), H100 node whole")
+def mps_a100(cluster) -> Result:
+    all_nodes = cluster.nodes()
+    nodes = nodes_of_family(all_nodes, "a100")
+    if not nodes:
+        return _no_family("a100")
+    hint = ("MPS is a device plugin config like time-slicing (`sharing.mps` instead of `sharing.timeSlicing`): add an "
+            "entry to the ConfigMap the ClusterPolicy names and select it with the A100 node's "
+            "nvidia.com/device-plugin.config label")
+    for node in nodes:
+        node_labels, node_name_ = labels(node), name(node)
+        gpus = int(node_labels.get(COUNT) or 0)
+        strategy, replicas = node_labels.get(SHARING), node_labels.get(REPLICAS)
+        advertised_mps = strategy == "mps" and allocatable(node) == gpus * int(replicas or 0)
+        if not advertised_mps and _mig_strategy(cluster) == "mixed":
+            return failed(f"A100 node {node_name_} is not shared with MPS ({SHARING}={strategy or 'unset'}, "
+                          f"{allocatable(node)} {GPU}) and the ClusterPolicy runs mig.strategy=mixed, under which the "
+                          "device plugin refuses MPS (using --mig-strategy=mixed is not supported with MPS)",
+                          "`kubectl get events -n gpu-operator --field-selector reason=DevicePluginFailed`; free the "
+                          "H100's MIG slices, put it back to all-disabled, then patch the ClusterPolicy's "
+                          "spec.mig.strategy to single")
+        if strategy != "mps":
+            return failed(f"A100 node {node_name_} is not shared with MPS ({SHARING}={strategy or 'unset'})", hint)
+        if allocatable(node, SHARED) and not allocatable(node):
+            return failed(f"A100 node {node_name_} advertises {SHARED}: the config renames the shared resource "
+                          f"(renameByDefault: true), and the exercise keeps the name {GPU}", hint)
+        if replicas != str(MPS_REPLICAS):
+            return failed(f"A100 node {node_name_} is shared with MPS {replicas} ways ({REPLICAS}={replicas}); the "
+                          f"exercise asks for {MPS_REPLICAS}", hint)
+        if allocatable(node) != gpus * MPS_REPLICAS or node_labels.get(MPS_CAPABLE) != "true":
+            return failed(f"A100 node {node_name_} advertises {allocatable(node)} {GPU}, not its {gpus} GPUs x "
+                          f"{MPS_REPLICAS} MPS shares yet", "the device plugin restarts with the new config; wait")
+    for node in nodes_of_family(all_nodes, "h100"):
+        signs = _shared(node)
+        if signs:
+            return failed(f"the H100 node {name(node)} is shared too ({', '.join(signs)}); the exercise shares the "
+                          "A100 node only and leaves the H100's GPUs unshared",
+                          "the ClusterPolicy's devicePlugin.config.default (or the `default` entry) applies to every "
+                          "node without a nvidia.com/device-plugin.config label: keep it without sharing")
+    summary = ", ".join(f"{name(n)} {allocatable(n)} {GPU} ({labels(n).get(PRODUCT)})" for n in nodes)
+    unshared = ", ".join(name(n) for n in nodes_of_family(all_nodes, "h100"))
+    return passed(f"A100 shared with MPS {MPS_REPLICAS} ways: {summary}"
+                  + (f"; H100 not shared: {unshared}" if unshared else ""))
+
+
+# lab04.choose_strategy: when each of the three ways fits, for a scenario only one of them serves.
+CHOOSE_STRATEGY = {
+    "gpu": "A100-SXM4-40GB",
+    "servers": 8,
+    "server_memory_mib": 4096,
+    "p99_budget_ms": 5.0,
+    "question": ("One team runs 8 copies of the same small inference server on one A100 40GB. Each needs 4 GiB of "
+                 "GPU memory, all 8 are busy all day, each must keep its p99 under 5 ms, and the team accepts that "
+                 "a crash of one server may take the others down with it. Do you share the GPU with MIG, "
+                 "time-slicing or MPS (8 replicas)? Answer 'MIG', 'time-slicing' or 'MPS'."),
+}
+STRATEGY_CHOICES = {**SHARING_CHOICES, "mps": ("MPS", "multi-process service", "cuda mps", "nvidia mps",
+                                               "multi process service", "cuda multi-process service")}
+
+
+def _max_mig_slices(model: str) -> int:
+    return max(p.instances for p in gpu_model(model).mig_profiles)
+
+
+def _mps_share_mib() -> int:
+    """Each client's pinned-memory limit: the GPU's memory over the replicas (the MPS control daemon's division)."""
+    return gpu_model(CHOOSE_STRATEGY["gpu"]).memory_mib // CHOOSE_STRATEGY["servers"]
+
+
+def strategy_problems(mode: str) -> list[str]:
+    """Why ``mode`` does not serve the CHOOSE_STRATEGY scenario (empty: it does)."""
+    s = CHOOSE_STRATEGY
+    if mode == "mig":
+        most = _max_mig_slices(s["gpu"])
+        return [f"an A100 40GB has at most {most} MIG slices, not {s['servers']} (and a slice's fixed share "
+                "isolates tenants, which one team does not need)"] if most < s["servers"] else []
+    if mode == "time-slicing":
+        from ..gpustack.latency import expected_latency
+
+        p99 = expected_latency("time-slicing", neighbours=s["servers"] - 1, model=s["gpu"])["p99_ms"]
+        return [f"with {s['servers'] - 1} busy neighbours its p99 in the latency model is about {p99:.1f} ms, over "
+                f"the {s['p99_budget_ms']:g} ms budget: each waits for the others' time slices"]
+    share = _mps_share_mib()
+    return [] if share >= s["server_memory_mib"] else [f"each client's {share} MiB is less than the server needs"]
+
+
+@check("lab04.choose_strategy", "answer: MIG, time-slicing or MPS for many small servers of one team",
+       answer="strategy_choice")
+def choose_strategy(cluster, answer) -> Result:
+    picked = choice(answer, STRATEGY_CHOICES)
+    hint = ("compare the three on granularity (how many MIG slices an A100 has), latency under busy neighbours "
+            "(taking turns or running at the same time) and what the team can accept (shared faults)")
+    if picked is None:
+        return failed(f"{normalise(answer)!r} is none of MIG, time-slicing and MPS", hint)
+    problems = strategy_problems(picked)
+    if problems:
+        return failed(f"{picked} does not fit this scenario: " + "; ".join(problems), hint)
+    s = CHOOSE_STRATEGY
+    return passed(f"right: MPS runs the {s['servers']} servers' kernels at the same time, each capped at "
+                  f"{_mps_share_mib()} MiB "
+                  f"and {100 // s['servers']} % of the threads, and the team accepts that they share faults")
