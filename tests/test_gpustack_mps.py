@@ -153,6 +153,31 @@ def test_a_client_asking_for_two_shares_is_refused(cluster):
     cluster.kubectl("delete", "pod", "mps-greedy", "--wait=false")
 
 
+TRAINER = """apiVersion: v1
+kind: Pod
+metadata: {name: %(name)s}
+spec:
+  nodeSelector: {kubernetes.io/hostname: gpulab-worker3}
+  restartPolicy: Never
+  containers:
+  - name: train
+    image: nvcr.io/nvidia/pytorch:24.05-py3
+    command: [python, train.py]
+    resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+def test_a_trainer_over_its_memory_share_fails_as_cuda_does(cluster):
+    # The workload model gives a training process 30 % of the GPU: 12288 MiB of 40960, over a quarter's 10240 MiB.
+    cluster.kubectl("apply", "-f", "-", input=TRAINER % {"name": "mps-trainer"})
+    pod = wait_for(lambda: (lambda p: p if p["status"].get("phase") == "Failed" else None)(json.loads(
+        cluster.kubectl("get", "pod", "mps-trainer", "-o", "json").stdout)), timeout=120, what="the trainer failing")
+    state = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (state["reason"], state["exitCode"]) == ("Error", 1)
+    assert "RuntimeError: CUDA error: out of memory" in cluster.kubectl("logs", "mps-trainer").stdout
+    cluster.kubectl("delete", "pod", "mps-trainer", "--wait=false")
+
+
 def test_leaving_mps_stops_the_daemon(cluster):
     cluster.kubectl("label", "node", A100, "nvidia.com/device-plugin.config=default", "--overwrite")
     wait_for(lambda: allocatable(cluster, A100) == "1", timeout=300, what="the A100 back to one GPU")

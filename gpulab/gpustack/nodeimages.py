@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from importlib import resources
 
-from . import configmanager, mpsdaemon, observe
+from . import configmanager, cudaworkload, mpsdaemon, observe
 from .allocation import NVIDIA_SMI_PROGRAM
 
 PROGRAMS = {"config-manager": configmanager.main, "mps-control-daemon": mpsdaemon.main,
-            NVIDIA_SMI_PROGRAM: observe.nvidia_smi}
+            NVIDIA_SMI_PROGRAM: observe.nvidia_smi, **{name: cudaworkload.main for name in cudaworkload.PROGRAMS}}
 
 
 def document() -> str:

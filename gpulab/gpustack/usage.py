@@ -8,7 +8,8 @@ No program really runs on an emulated GPU, so its use is modelled from what the 
   a training program (``python``, ``torchrun``, ...), or a training image (``nvcr.io/nvidia/pytorch``)
   whose command is not an idle one (``sleep``), is *busy*: it holds a CUDA context with a share of the
   device's memory and keeps the device's engines active; any other holder (a CUDA base image that
-  sleeps) leaves the device idle and uses none of its memory.
+  sleeps) leaves the device idle and uses none of its memory; so does a container that is not running (an MPS
+  client whose modelled memory is over its share fails: :mod:`.cudaworkload`).
 
 A device is as busy as its busiest process (time-sliced replicas take turns on one GPU, so their GPU
 reads busy as a whole while each gets a turn); its memory in use is the sum over every holder, so a
@@ -151,9 +152,12 @@ def node_usage(node: dict, pods: list[dict]) -> NodeUsage | None:
         if not raw or not running(pod):
             continue
         specs = {c.get("name"): c for c in (pod.get("spec") or {}).get("containers") or []}
+        states = {s.get("name"): s.get("state") for s in (pod.get("status") or {}).get("containerStatuses") or []}
         for cname, given in parse_allocation(raw).containers.items():
             if cname not in specs:
                 continue    # init containers have finished by the time the pod runs
+            if states.get(cname) is not None and "running" not in states[cname]:
+                continue    # a container that ended (an MPS client over its share, crash-looping) holds nothing
             busy = container_busy(specs[cname])
             for uuid in visible_uuids(given):
                 holders.setdefault(uuid, []).append(Holder(meta(pod).get("namespace", ""), meta(pod).get("name", ""),
