@@ -178,6 +178,30 @@ def test_a_trainer_over_its_memory_share_fails_as_cuda_does(cluster):
     cluster.kubectl("delete", "pod", "mps-trainer", "--wait=false")
 
 
+def test_dcgm_shows_the_clients_on_their_one_gpu(cluster):
+    for name in ("mps-a", "mps-b"):
+        cluster.kubectl("apply", "-f", "-", input=CLIENT % {"name": name, "gpus": 1})
+        cluster.kubectl("wait", "--for=condition=Ready", f"pod/{name}", "--timeout=120s")
+    exporter = json.loads(cluster.kubectl("get", "pods", "-n", "gpu-operator", "-l", "app=nvidia-dcgm-exporter",
+                                          "--field-selector", f"spec.nodeName={A100}", "-o", "json").stdout)["items"][0]
+    path = f"/api/v1/namespaces/gpu-operator/pods/{exporter['metadata']['name']}:9400/proxy/metrics"
+
+    def util_lines():
+        text = cluster.kubectl("get", "--raw", path, check=False).stdout
+        lines = [line for line in text.splitlines() if line.startswith("DCGM_FI_DEV_GPU_UTIL{")]
+        return lines if lines and 'pod="mps-b"' in lines[0] else None
+
+    lines = wait_for(util_lines, timeout=120, what="the exporter naming the second client")
+    # Both clients hold replicas of the one GPU; dcgm-exporter names the last one it maps to the GPU.
+    assert len(lines) == 1 and 'gpu="0"' in lines[0] and lines[0].endswith(" 0")
+    a_env = cluster.kubectl("exec", "mps-a", "--", "env").stdout
+    b_env = cluster.kubectl("exec", "mps-b", "--", "env").stdout
+    visible = [line for line in a_env.splitlines() if line.startswith("NVIDIA_VISIBLE_DEVICES=")]
+    assert visible and visible[0] in b_env.splitlines()       # the same physical GPU
+    for name in ("mps-a", "mps-b"):
+        cluster.kubectl("delete", "pod", name, "--wait=false")
+
+
 def test_leaving_mps_stops_the_daemon(cluster):
     cluster.kubectl("label", "node", A100, "nvidia.com/device-plugin.config=default", "--overwrite")
     wait_for(lambda: allocatable(cluster, A100) == "1", timeout=300, what="the A100 back to one GPU")
