@@ -129,16 +129,18 @@ class LatencyExplorer:
         self.budget = w.FloatSlider(value=initial.get("p99_budget_ms", 5.0), min=0.5, max=30, step=0.5,
                                     description="p99 budget")
         shown = initial.get("modes", tuple(MODE_LABELS))
-        self.modes = {mode: w.Checkbox(value=mode in shown, description=label, indent=False)
+        self.modes = {mode: w.Checkbox(value=mode in shown, description=label, indent=False,
+                                       layout=w.Layout(width="auto", margin="0 1.5em 0 0"))
                       for mode, label in MODE_LABELS.items()}
         self.mps_threads = w.IntSlider(value=initial.get("mps_thread_percentage",
                                                          latency.device_plugin_thread_percentage(5)),
-                                       min=1, max=100, step=1, description="MPS threads %")
+                                       min=1, max=100, step=1, description="MPS threads %",
+                                       style={"description_width": "initial"})
         self.image = w.Image(format="png")
         for control in (self.model, self.request, self.duty, self.budget, self.mps_threads, *self.modes.values()):
             control.observe(lambda _: self.draw(), names="value")
         self.widget = w.VBox([w.HBox([self.model, self.request]), w.HBox([self.duty, self.budget]),
-                              w.HBox([*self.modes.values(), self.mps_threads]), self.image])
+                              w.HBox([*self.modes.values()]), self.mps_threads, self.image])
         self.draw()
 
     def draw(self) -> None:
