@@ -15,6 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import mps
+
 DEFAULT_OUTPUT = "probe-results.json"
 
 
@@ -67,7 +69,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hold-gib", type=float, default=0.0, help="GPU memory each neighbour holds (default: 0)")
     p.add_argument("--budget-ms", type=_positive(float), default=5.0,
                    help="the p99 latency the service can afford (default: 5)")
-    p.add_argument("--sharing", choices=("auto", "mps", "time-slicing"), default="auto",
+    p.add_argument("--sharing", choices=mps.SHARING_CHOICES, default="auto",
                    help="how the processes share the GPU: mps (as clients of a running MPS control daemon), "
                         "time-slicing (each its own CUDA context, kept off any daemon), or auto: mps where a "
                         "daemon runs, else time-slicing (default: auto)")
@@ -84,7 +86,7 @@ def add_probe(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from . import gpu, mps
+    from . import gpu
 
     reason = gpu.unavailable_reason(args.device)
     if reason:
@@ -99,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         return _measure(args, sharing)
 
 
-def _measure(args: argparse.Namespace, sharing) -> int:
+def _measure(args: argparse.Namespace, sharing: mps.Sharing) -> int:
     from . import gpu, measure, report
 
     settings = measure.Settings(size=args.size, interval_ms=args.interval_ms, requests=args.requests,

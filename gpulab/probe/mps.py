@@ -14,8 +14,8 @@ Detection only looks at the file system: it does not connect, so it leaves no
 "User did not send valid credentials" line in the daemon's log, and a
 ``control`` endpoint left behind by a daemon killed without ``quit`` reads as a
 running one (the first CUDA call then fails, and the probe reports it).
-``hidden_environment`` is how ``--sharing time-slicing`` keeps the probe's
-processes off a running daemon: a pipe directory where no daemon listens.
+``choose`` turns ``--sharing`` into a ``Sharing``; for ``time-slicing`` beside a
+running daemon it points the workers at a pipe directory where none listens.
 """
 from __future__ import annotations
 
@@ -107,7 +107,8 @@ class Sharing:
 
     def line(self) -> str:
         if self.mode == "time-slicing":
-            hidden = f", hidden from its processes: a daemon runs at {self.daemon.pipe_directory}" if self.daemon else ""
+            hidden = (f", hidden from its processes: a daemon runs at {self.daemon.pipe_directory}"
+                      if self.daemon else "")
             return f"sharing: time-slicing (each process holds its own CUDA context{hidden})"
         limit = self.daemon.active_thread_percentage
         threads = f"active thread percentage {limit:g}" if limit is not None else "active thread percentage unknown"

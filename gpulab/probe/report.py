@@ -47,8 +47,9 @@ def method(settings: Settings, outcome: Outcome, gpu: dict, mode: str = "time-sl
         "server": (f"one process issues {settings.requests} requests, one every {settings.interval_ms:g} ms "
                    f"(open loop); each request is two bf16 {settings.size}x{settings.size} matmuls followed by a "
                    "device synchronize; latency is measured from submit to synchronize"),
-        "neighbours": (f"k processes on the same GPU{' (MPS clients)' if mode == 'mps' else ''}, each running bf16 {settings.neighbour_size}x"
-                       f"{settings.neighbour_size} matmuls {pace}{held} for {outcome.seconds:.0f} s"),
+        "neighbours": (f"k processes on the same GPU{' (MPS clients)' if mode == 'mps' else ''}, each running bf16 "
+                       f"{settings.neighbour_size}x{settings.neighbour_size} matmuls {pace}{held} for "
+                       f"{outcome.seconds:.0f} s"),
         "tool": (f"PyTorch {device['torch']} (CUDA {device['cuda']}), driver {gpu.get('driver', 'unknown')}, "
                  f"{mig}, {compute}; gpulab probe"),
     }
