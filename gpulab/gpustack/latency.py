@@ -112,9 +112,9 @@ request (run `gpulab probe` on a GPU where an MPS control daemon runs to measure
   about 30 % where jobs complement each other and loses about 30 % under memory contention, which MIG's
   isolation removes. The model adds that 30 % while any neighbour is busy.
 * *No preemption between clients.* Gilman and Walls, [*Characterizing Concurrency Mechanisms for NVIDIA GPUs
-  under Deep Learning Workloads*](https://arxiv.org/abs/2110.00459) (2021, A100): concurrent kernels are not
-  preempted and thread blocks are placed without regard to contention, so busy clients without a limit split
-  the SMs (the model splits them evenly) and turnaround is hard to predict.
+  under Deep Learning Workloads*](https://arxiv.org/abs/2110.00459) (2021, A100): there is no fine-grained
+  preemption between concurrent kernels and thread blocks are placed without regard to contention, so busy
+  clients without a limit split the SMs (the model splits them evenly) and turnaround is hard to predict.
 * *An order of magnitude from serving.* Pebble's [MPS vs dedicated GPU case
   study](https://www.gopebble.com/case-studies/nvidia-mps-vs-dedicated-gpu-allocation-for-llm-inference) (vLLM
   on an A100-80GB, two MPS clients at 60 % threads each): median time to first token +1.4 %, median time per
