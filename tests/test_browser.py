@@ -6,7 +6,9 @@ directory (so nothing in the repository is saved over) with its own
 ``chromium`` package, driven through Playwright's Python API; no browser is
 downloaded) opens the notebook, runs all cells, clicks the Check button of
 ``lab01.operator_pinned`` and reads the verdict the widget renders. The page is
-kept as ``test-artifacts/browser-lab01.png``.
+kept as ``test-artifacts/browser-lab01.png``. The latency explorer gets the same
+treatment from a one-cell notebook: its MPS choice and curves render and redraw
+(``test-artifacts/browser-latency-explorer.png``).
 
 A second test starts JupyterLab as ``make lab`` and ``make instructor`` do
 (``gpulab.learner.jupyterlab``) and looks at what each shows: the learner's has
@@ -25,6 +27,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -101,9 +104,16 @@ def private_lab_flags(tmp_path: Path, token: str) -> list[str]:
 @pytest.fixture
 def jupyterlab(tmp_path: Path):
     """JupyterLab on a free port, serving a directory that holds a copy of the lab; yields (base URL, token)."""
+    with serving(tmp_path, NOTEBOOK) as lab:
+        yield lab
+
+
+@contextmanager
+def serving(tmp_path: Path, notebook: Path):
+    """JupyterLab on a free port, serving a directory that holds a copy of ``notebook``; gives (base URL, token)."""
     served = tmp_path / "served"
     served.mkdir()
-    shutil.copy(NOTEBOOK, served / NOTEBOOK.name)
+    shutil.copy(notebook, served / notebook.name)
     port, token = free_port(), secrets.token_hex(16)
     env = lab_env(tmp_path)
     process = start([str(VENV_BIN / "jupyter"), "lab", "--no-browser", "--allow-root", f"--port={port}",
@@ -130,6 +140,31 @@ def accept_kernel_dialog(page) -> None:
     dialog.get_by_role("button", name="Select", exact=True).click()
 
 
+def run_all_cells(page, base: str, token: str, name: str) -> None:
+    """Open notebook ``name``, run all its cells, wait until each has run, and assert none wrote to stderr."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{base}/lab/tree/{name}?token={token}")
+    expect(page.locator(".jp-Notebook .jp-Cell").first).to_be_visible(timeout=120_000)
+    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=120_000)
+    accept_kernel_dialog(page)
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    accept_kernel_dialog(page)
+
+    # Every code cell has run once its prompt shows a number: [*] is running, [ ] not run yet.
+    deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
+    while time.monotonic() < deadline:
+        prompts = page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
+        if prompts and all(p.strip().strip("[]:").isdigit() for p in prompts):
+            break
+        time.sleep(1)
+    else:
+        raise AssertionError(f"the notebook did not finish running: prompts {prompts}")
+    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    assert errors.count() == 0, errors.all_inner_texts()
+
+
 def test_a_lab_runs_in_jupyterlab_and_its_check_button_gives_a_verdict(jupyterlab):
     executable = chromium()
     from playwright.sync_api import expect, sync_playwright
@@ -139,27 +174,7 @@ def test_a_lab_runs_in_jupyterlab_and_its_check_button_gives_a_verdict(jupyterla
         browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
-            page.goto(f"{base}/lab/tree/{NOTEBOOK.name}?token={token}")
-            expect(page.locator(".jp-Notebook .jp-Cell").first).to_be_visible(timeout=120_000)
-            expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1,
-                                                                                                   timeout=120_000)
-            accept_kernel_dialog(page)
-            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-            accept_kernel_dialog(page)
-
-            # Every code cell has run once its prompt shows a number: [*] is running, [ ] not run yet.
-            deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
-            while time.monotonic() < deadline:
-                prompts = page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
-                if prompts and all(p.strip().strip("[]:").isdigit() for p in prompts):
-                    break
-                time.sleep(1)
-            else:
-                raise AssertionError(f"the notebook did not finish running: prompts {prompts}")
-            errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
-            assert errors.count() == 0, errors.all_inner_texts()
-
+            run_all_cells(page, base, token, NOTEBOOK.name)
             widget = page.locator(".widget-vbox", has=page.locator("b", has_text="lab01.operator_pinned")).last
             widget.get_by_role("button", name="Check").click()
             verdict = widget.locator(".gpulab-result")
@@ -171,6 +186,37 @@ def test_a_lab_runs_in_jupyterlab_and_its_check_button_gives_a_verdict(jupyterla
         finally:
             SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOT), full_page=False)
+            browser.close()
+
+
+def test_the_latency_explorer_offers_mps_and_redraws_without_it(tmp_path: Path):
+    executable = chromium()
+    import nbformat
+    from playwright.sync_api import expect, sync_playwright
+
+    notebook = tmp_path / "latency-explorer.ipynb"
+    cell = nbformat.v4.new_code_cell("from gpulab import widgets\nwidgets.latency_explorer()")
+    kernel = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell], metadata=kernel), notebook)
+    with serving(tmp_path, notebook) as (base, token), sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            run_all_cells(page, base, token, notebook.name)
+            boxes = [page.get_by_role("checkbox", name=label) for label in ("time-slicing", "MPS", "MIG", "whole GPU")]
+            for box in boxes:
+                expect(box).to_be_checked(timeout=60_000)
+            expect(page.locator(".widget-slider", has_text="MPS threads %")).to_be_visible()
+            image = page.locator("img.widget-image")
+            expect(image).to_have_count(1)
+            image.scroll_into_view_if_needed()
+            assert image.evaluate("img => img.complete && img.naturalWidth") == 720     # 7.5 in at 96 dpi
+            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOT.with_name("browser-latency-explorer.png")), full_page=False)
+            drawn = image.get_attribute("src")
+            boxes[1].uncheck()
+            expect(image).not_to_have_attribute("src", drawn, timeout=60_000)
+        finally:
             browser.close()
 
 

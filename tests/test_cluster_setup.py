@@ -158,6 +158,15 @@ def test_probe_pod_requests_one_time_sliced_gpu():
     assert container["volumeMounts"][0]["mountPath"] == "/opt/gpulab/probe"
 
 
+def test_mps_probe_pod_requests_one_mps_shared_gpu_and_insists_on_mps():
+    pod = documents("real/probe-pod-mps.yaml")[0]
+    container = pod["spec"]["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert pod["spec"]["nodeSelector"] == {"nvidia.com/gpu.sharing-strategy": "mps"}
+    assert container["command"][:5] == ["python", "-m", "probe", "--sharing", "mps"]
+    assert container["volumeMounts"][0]["mountPath"] == "/opt/gpulab/probe"
+
+
 KIND_HEADER = "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\n"
 
 

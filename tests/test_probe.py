@@ -12,13 +12,15 @@ import importlib.util
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
 
-from gpulab.probe import report, stats
+from gpulab.probe import mps, report, stats
 from gpulab.probe.measure import Settings
 
 from .conftest import ROOT
@@ -40,6 +42,10 @@ FAKE_TORCH = textwrap.dedent('''
             return Tensor(self.side)
 
     def randn(rows, cols, dtype=None, device=None):
+        record = os.environ.get("FAKE_TORCH_RECORD")   # which MPS pipe directory each worker process saw
+        if record:
+            with open(os.path.join(record, str(os.getpid())), "w") as seen:
+                seen.write(os.environ.get("CUDA_MPS_PIPE_DIRECTORY", ""))
         return Tensor(rows)
 
     def empty(size, dtype=None, device=None):
@@ -66,7 +72,9 @@ FAKE_TORCH = textwrap.dedent('''
 
 
 def probe(*args: str, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if k not in ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")}
+    base = {k: v for k, v in os.environ.items() if k not in ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES",
+                                                              "CUDA_MPS_PIPE_DIRECTORY",
+                                                              "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")}
     return subprocess.run([sys.executable, "-m", "gpulab.probe", *args], capture_output=True, text=True,
                           env={**base, **(env or {})}, cwd=cwd, timeout=120)
 
@@ -110,19 +118,22 @@ def test_cuda_pytorch_without_a_visible_gpu_says_why(tmp_path, fake_torch):
 
 
 def test_a_run_prints_the_table_and_writes_rows_the_course_can_plot(tmp_path, fake_torch):
-    env = {**fake_torch, "FAKE_TORCH_CUDA": "13.0", "FAKE_TORCH_GPU": "1"}
+    env = {**fake_torch, "FAKE_TORCH_CUDA": "13.0", "FAKE_TORCH_GPU": "1",
+           "CUDA_MPS_PIPE_DIRECTORY": str(tmp_path / "no-daemon-here")}
     out = probe("--requests", "40", "--interval-ms", "2", "--warmup", "2", "--neighbours", "0,2",
                 "--duty", "0.5,1", "--budget-ms", "50", "-o", "rows.json", env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[1] == "neighbours  duty     p50 ms     p99 ms   p99.9 ms  p99 vs budget 50 ms"
-    assert [line.split()[:2] for line in lines[2:5]] == [["0", "-"], ["2", "0.50"], ["2", "1.00"]]
-    assert all(line.endswith(" ok") for line in lines[2:5])
-    assert lines[5] == "GPU: Fake GPU (driver unknown)"
-    assert lines[6] == ("verdict: within budget: p99 <= 50 ms with up to 2 busy neighbour(s), the most measured; "
+    assert lines[1] == "sharing: time-slicing (each process holds its own CUDA context)"
+    assert lines[2] == "neighbours  duty     p50 ms     p99 ms   p99.9 ms  p99 vs budget 50 ms"
+    assert [line.split()[:2] for line in lines[3:6]] == [["0", "-"], ["2", "0.50"], ["2", "1.00"]]
+    assert all(line.endswith(" ok") for line in lines[3:6])
+    assert lines[6] == "GPU: Fake GPU (driver unknown)"
+    assert lines[7] == ("verdict: within budget: p99 <= 50 ms with up to 2 busy neighbour(s), the most measured; "
                         "measure more neighbours to find the limit.")
     doc = json.loads((tmp_path / "rows.json").read_text())
-    assert set(doc) == {"what", "gpu", "method", "rows", "budget"}
+    assert set(doc) == {"what", "gpu", "method", "sharing", "rows", "budget"}
+    assert doc["sharing"] == {"mode": "time-slicing"} and "by time-slicing" in doc["what"]
     assert doc["gpu"] == {"gpu": "Fake GPU", "total_mem_gib": 80.0, "sm": 132, "cuda_capability": [9, 0]}
     assert doc["method"]["server"] == (
         "one process issues 40 requests, one every 2 ms (open loop); each request is two bf16 4096x4096 matmuls "
@@ -137,6 +148,113 @@ def test_a_run_prints_the_table_and_writes_rows_the_course_can_plot(tmp_path, fa
     assert doc["budget"]["max_neighbours_within_budget"] == 2
 
 
+def _control_pipe(directory) -> str:
+    """A stand-in for a running MPS control daemon: its ``control`` named pipe in the pipe directory."""
+    directory.mkdir(parents=True)
+    os.mkfifo(directory / "control")
+    return str(directory)
+
+
+def _seen_pipe_directories(record) -> set[str]:
+    return {path.read_text() for path in record.iterdir()}
+
+
+def test_where_an_mps_daemon_runs_the_processes_are_its_clients_and_the_run_is_reported_as_mps(tmp_path, fake_torch):
+    pipe = _control_pipe(tmp_path / "mps" / "pipe")
+    record = tmp_path / "seen"
+    record.mkdir()
+    env = {**fake_torch, "FAKE_TORCH_CUDA": "13.0", "FAKE_TORCH_GPU": "1", "CUDA_MPS_PIPE_DIRECTORY": pipe,
+           "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "25", "FAKE_TORCH_RECORD": str(record)}
+    out = probe("--requests", "20", "--interval-ms", "2", "--warmup", "1", "--neighbours", "0,2", "--budget-ms", "50",
+                "-o", "rows.json", env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[1] == (f"sharing: MPS (control daemon at {pipe}; server and neighbours run as its "
+                                          "clients; active thread percentage 25)")
+    doc = json.loads((tmp_path / "rows.json").read_text())
+    assert doc["sharing"] == {"mode": "mps", "pipe_directory": pipe, "active_thread_percentage": 25.0}
+    assert "as clients of an MPS control daemon" in doc["what"]
+    assert doc["method"]["neighbours"].startswith("k processes on the same GPU (MPS clients), each running")
+    assert len(list(record.iterdir())) == 3 and _seen_pipe_directories(record) == {pipe}   # server + 2 neighbours
+
+
+def test_time_slicing_beside_a_running_daemon_keeps_the_processes_off_it(tmp_path, fake_torch):
+    pipe = _control_pipe(tmp_path / "mps" / "pipe")
+    record = tmp_path / "seen"
+    record.mkdir()
+    env = {**fake_torch, "FAKE_TORCH_CUDA": "13.0", "FAKE_TORCH_GPU": "1", "CUDA_MPS_PIPE_DIRECTORY": pipe,
+           "FAKE_TORCH_RECORD": str(record)}
+    out = probe("--sharing", "time-slicing", "--requests", "10", "--warmup", "1", "--neighbours", "0,1",
+                "-o", "rows.json", env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[1] == ("sharing: time-slicing (each process holds its own CUDA context, hidden "
+                                          f"from its processes: a daemon runs at {pipe})")
+    seen = _seen_pipe_directories(record)
+    assert len(seen) == 1 and seen != {pipe} and "gpulab-probe-no-mps-" in seen.pop()
+    assert json.loads((tmp_path / "rows.json").read_text())["sharing"] == {"mode": "time-slicing"}
+
+
+def test_asking_for_mps_without_a_daemon_says_where_it_looked(tmp_path, fake_torch):
+    env = {**fake_torch, "FAKE_TORCH_CUDA": "13.0", "FAKE_TORCH_GPU": "1",
+           "CUDA_MPS_PIPE_DIRECTORY": str(tmp_path / "pipe")}
+    out = probe("--sharing", "mps", env=env, cwd=tmp_path)
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr == (
+        f"gpulab probe: --sharing mps needs a running MPS control daemon, and there is no MPS control daemon at "
+        f"{tmp_path / 'pipe' / 'control'} (CUDA_MPS_PIPE_DIRECTORY={tmp_path / 'pipe'}). Start one "
+        "(nvidia-cuda-mps-control -d), set CUDA_MPS_PIPE_DIRECTORY to its pipe directory, or run the probe in a pod "
+        "given a GPU by the device plugin's MPS strategy\n")
+    assert not (tmp_path / "probe-results.json").exists()
+
+
+def test_mps_detection_finds_the_control_pipe_or_socket_and_nothing_else(tmp_path):
+    assert mps.pipe_directory({}) == "/tmp/nvidia-mps"          # NVIDIA's default pipe directory
+    assert mps.absent_reason({}) == ("no MPS control daemon at /tmp/nvidia-mps/control (the default, "
+                                     "CUDA_MPS_PIPE_DIRECTORY is not set)")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert mps.detect({"CUDA_MPS_PIPE_DIRECTORY": str(empty)}) is None
+    (empty / "control").write_text("")                           # a plain file is no daemon's endpoint
+    assert mps.detect({"CUDA_MPS_PIPE_DIRECTORY": str(empty)}) is None
+    fifo = _control_pipe(tmp_path / "fifo")
+    assert mps.detect({"CUDA_MPS_PIPE_DIRECTORY": fifo, "PATH": ""}) == mps.Daemon(fifo, None)
+    short = tempfile.mkdtemp(prefix="mps-", dir="/tmp")           # UNIX socket paths are limited to ~108 bytes
+    try:
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind(os.path.join(short, "control"))             # CUDA 13's daemon listens on a socket
+        try:
+            assert mps.detect({"CUDA_MPS_PIPE_DIRECTORY": short, "PATH": ""}) == mps.Daemon(short, None)
+        finally:
+            listener.close()
+    finally:
+        shutil.rmtree(short)
+
+
+def test_the_thread_limit_comes_from_the_client_or_the_daemon(tmp_path):
+    pipe = _control_pipe(tmp_path / "pipe")
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    control = tools / "nvidia-cuda-mps-control"                  # answers as the daemon would, from its pipe dir
+    control.write_text('#!/bin/sh\nread command\n[ "$command" = get_default_active_thread_percentage ] && '
+                       '[ "$CUDA_MPS_PIPE_DIRECTORY" = "' + pipe + '" ] && echo 33\n')
+    control.chmod(0o755)
+    environ = {"CUDA_MPS_PIPE_DIRECTORY": pipe, "PATH": str(tools)}
+    assert mps.detect(environ).active_thread_percentage == 33.0
+    assert mps.detect({**environ, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "12.5"}).active_thread_percentage == 12.5
+
+
+def test_choosing_the_sharing_mode(tmp_path):
+    pipe = _control_pipe(tmp_path / "pipe")
+    daemon = {"CUDA_MPS_PIPE_DIRECTORY": pipe, "PATH": ""}
+    none = {"CUDA_MPS_PIPE_DIRECTORY": str(tmp_path / "none"), "PATH": ""}
+    assert mps.choose("auto", daemon, 0, "/scratch").mode == "mps"
+    assert mps.choose("auto", none, 0, "/scratch") == mps.Sharing("time-slicing", None, ())
+    assert mps.choose("time-slicing", daemon, 0, "/scratch").worker_env == (("CUDA_MPS_PIPE_DIRECTORY", "/scratch"),)
+    with pytest.raises(mps.SharingError, match="the GPU is in Exclusive_Process compute mode"):
+        mps.choose("time-slicing", daemon, 3, "/scratch")        # what the device plugin's MPS daemon sets
+    with pytest.raises(mps.SharingError, match="--sharing mps needs a running MPS control daemon"):
+        mps.choose("mps", none, 0, "/scratch")
+
+
 def test_the_probe_package_runs_alone_as_in_its_pod(tmp_path):
     shutil.copytree(ROOT / "gpulab" / "probe", tmp_path / "probe", ignore=shutil.ignore_patterns("__pycache__"))
     out = subprocess.run([sys.executable, "-m", "probe", "--neighbours", "0,1"], capture_output=True, text=True,
@@ -149,6 +267,7 @@ def test_gpulab_cli_registers_probe():
     out = subprocess.run([sys.executable, "-m", "gpulab.cli", "probe", "--help"], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0 and "--budget-ms" in out.stdout and "--duty" in out.stdout
+    assert "--sharing {auto,mps,time-slicing}" in out.stdout
 
 
 @pytest.mark.parametrize("text", ["x", "-1", ""])
@@ -180,6 +299,8 @@ def test_verdict_on_the_h200_measurement(budget, fits, verdict):
     rows = [{**r, "duty": 1.0 if r["neighbors"] else 0.0} for r in DATA["rows"]]
     result = report.verdict(rows, budget)
     assert (result["max_neighbours_within_budget"], result["verdict"]) == (fits, verdict)
+    as_mps = report.verdict(rows, budget, "mps")["verdict"]
+    assert as_mps == verdict.replace("(time-slicing replicas", "(MPS replicas")
 
 
 def test_cases_measure_k0_once_and_every_duty_for_each_k():

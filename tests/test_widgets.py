@@ -142,8 +142,10 @@ def test_latency_figure_puts_the_model_beside_the_measurements():
     fig = widgets.latency_figure(p99_budget_ms=5)
     ax = fig.axes[0]
     lines = {line.get_label(): line for line in ax.get_lines()}
-    assert list(lines) == ["time-slicing p99 (model)", "time-slicing p50 (model)", "MIG 1g.18gb p99 (model)",
+    assert list(lines) == ["time-slicing p99 (model)", "time-slicing p50 (model)", "MPS p99, no thread limit (model)",
+                           "MPS p99, 20% threads = 100/5 replicas (model)", "MIG 1g.18gb p99 (model)",
                            "whole GPU p99 (model)", "measured p99 (H200)", "measured p50 (H200)", "p99 budget 5 ms"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(lines)
     measured = [r for r in latency.measured_rows() if r["run"] == 1]
     assert list(lines["measured p99 (H200)"].get_ydata()) == [r["p99_ms"] for r in measured]
     assert list(lines["time-slicing p99 (model)"].get_ydata()) == [
@@ -155,12 +157,43 @@ def test_latency_figure_puts_the_model_beside_the_measurements():
     assert "measured p99 (H200)" not in [line.get_label() for line in other.axes[0].get_lines()]
 
 
+def test_latency_figure_draws_the_mps_curves_from_the_model():
+    fig = widgets.latency_figure(model="H100", max_neighbours=3, p99_budget_ms=5)
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    assert list(lines["MPS p99, no thread limit (model)"].get_ydata()) == [
+        latency.expected_latency("mps", neighbours=k, model="H100")["p99_ms"] for k in range(4)]
+    assert list(lines["MPS p99, 25% threads = 100/4 replicas (model)"].get_ydata()) == [
+        latency.expected_latency("mps", neighbours=k, model="H100", active_thread_percentage=25)["p99_ms"]
+        for k in range(4)]
+    chosen = widgets.latency_figure(modes=("mps",), mps_thread_percentage=50)
+    assert [line.get_label() for line in chosen.axes[0].get_lines()] == [
+        "MPS p99, no thread limit (model)", "MPS p99, 50% threads (model)"]
+    assert chosen.axes[0].get_title() == "One request on an H200: MPS"
+    with pytest.raises(ValueError, match="unknown mode\\(s\\) 'gang'; choose from time-slicing, mps, mig, exclusive"):
+        widgets.latency_figure(modes=("gang",))
+
+
+def test_mps_curve_basis_cites_what_the_curve_rests_on():
+    note = widgets.mps_curve_basis()
+    assert note.data == latency.MPS_CURVE_BASIS
+    for source in ("docs.nvidia.com/deploy/mps", "k8s-device-plugin", "arxiv.org/abs/2604.22430",
+                   "arxiv.org/abs/2110.00459", "is a model"):
+        assert source in note.data
+
+
 def test_latency_explorer_redraws_on_change():
     explorer = widgets.latency_explorer()
     first = explorer.image.value
     explorer.duty.value = 0.2
     assert bytes(explorer.image.value) != bytes(first) and bytes(explorer.image.value).startswith(b"\x89PNG")
     assert explorer.model.options == ("H100", "H200", "A100")
+    assert [box.description for box in explorer.modes.values()] == ["time-slicing", "MPS", "MIG", "whole GPU"]
+    with_mps = bytes(explorer.image.value)
+    explorer.modes["mps"].value = False
+    assert bytes(explorer.image.value) != with_mps
+    explorer.modes["mps"].value = True
+    explorer.mps_threads.value = 50
+    assert bytes(explorer.image.value) != with_mps
 
 
 def test_reset_button_asks_twice_and_refuses_a_kubeconfig_cluster(monkeypatch):

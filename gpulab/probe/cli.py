@@ -2,14 +2,20 @@
 
 Defaults reproduce the course's H200 measurement: 1500 requests of two bf16
 4096x4096 matmuls every 4 ms, with 0..4 neighbours running 8192x8192 matmuls.
-Without a GPU (or without PyTorch) it says why and exits 0: a machine without a
-GPU is a normal place to read the course, not an error.
+Where an MPS control daemon runs, the processes are its clients and the run
+measures MPS (``--sharing auto``, the default; see ``mps.py``). Without a GPU
+(or without PyTorch) it says why and exits 0: a machine without a GPU is a
+normal place to read the course, not an error.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from pathlib import Path
+
+from . import mps
 
 DEFAULT_OUTPUT = "probe-results.json"
 
@@ -63,6 +69,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hold-gib", type=float, default=0.0, help="GPU memory each neighbour holds (default: 0)")
     p.add_argument("--budget-ms", type=_positive(float), default=5.0,
                    help="the p99 latency the service can afford (default: 5)")
+    p.add_argument("--sharing", choices=mps.SHARING_CHOICES, default="auto",
+                   help="how the processes share the GPU: mps (as clients of a running MPS control daemon), "
+                        "time-slicing (each its own CUDA context, kept off any daemon), or auto: mps where a "
+                        "daemon runs, else time-slicing (default: auto)")
     p.add_argument("--device", type=int, default=0, help="CUDA device index (default: 0)")
     p.add_argument("-o", "--output", default=DEFAULT_OUTPUT,
                    help=f"where to write the JSON results; - prints them after the table (default: {DEFAULT_OUTPUT})")
@@ -70,23 +80,38 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def add_probe(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("probe", help="measure time-slicing latency on a real NVIDIA GPU (needs PyTorch with CUDA)")
+    p = sub.add_parser("probe", help="measure time-slicing or MPS latency on a real NVIDIA GPU (needs PyTorch with "
+                                     "CUDA)")
     configure(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    from . import gpu, measure, report
+    from . import gpu
 
     reason = gpu.unavailable_reason(args.device)
     if reason:
         print(f"gpulab probe: {reason}. Nothing measured.")
         return 0
+    with tempfile.TemporaryDirectory(prefix="gpulab-probe-no-mps-") as scratch:
+        try:
+            sharing = mps.choose(args.sharing, os.environ, gpu.nvidia_smi(args.device).get("compute_mode"), scratch)
+        except mps.SharingError as err:
+            print(f"gpulab probe: {err}", file=sys.stderr)
+            return 1
+        return _measure(args, sharing)
+
+
+def _measure(args: argparse.Namespace, sharing: mps.Sharing) -> int:
+    from . import gpu, measure, report
+
     settings = measure.Settings(size=args.size, interval_ms=args.interval_ms, requests=args.requests,
                                 warmup=args.warmup, neighbours=args.neighbours, duties=args.duties,
                                 neighbour_size=args.neighbour_size, matmuls_per_sync=args.matmuls_per_sync,
-                                period_ms=args.period_ms, hold_gib=args.hold_gib, device=args.device)
+                                period_ms=args.period_ms, hold_gib=args.hold_gib, device=args.device,
+                                worker_env=sharing.worker_env)
     print(f"gpulab probe: requests of two bf16 {args.size}x{args.size} matmuls every {args.interval_ms:g} ms, "
           f"{args.requests} per row; neighbours run {args.neighbour_size}x{args.neighbour_size} matmuls", flush=True)
+    print(sharing.line(), flush=True)
     print(report.table_header(args.budget_ms), flush=True)
     try:
         outcome = measure.run(settings, on_row=lambda row: print(report.table_row(row, args.budget_ms), flush=True))
@@ -94,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpulab probe: {err}", file=sys.stderr)
         return 1
     gpu_info = gpu.describe(outcome.device, args.device)
-    doc = report.document(settings, outcome, gpu_info, args.budget_ms)
+    doc = report.document(settings, outcome, gpu_info, args.budget_ms, sharing.describe())
     print(f"GPU: {gpu_info['gpu']} (driver {gpu_info.get('driver', 'unknown')})")
     print(f"verdict: {doc['budget']['verdict']}")
     if args.output == "-":

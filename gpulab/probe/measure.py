@@ -38,6 +38,7 @@ class Settings:
     period_ms: float = 20.0
     hold_gib: float = 0.0
     device: int = 0
+    worker_env: tuple[tuple[str, str], ...] = ()   # set in each worker before CUDA starts (see mps.Sharing)
 
     def cases(self) -> list[tuple[int, float]]:
         """(k, duty) per row: k = 0 once (duty 0, nobody to be busy), then every duty for each k > 0."""
@@ -74,7 +75,7 @@ class _Neighbours:
             ctx.Process(target=workload.neighbour, daemon=True,
                         args=(settings.device, settings.neighbour_size, settings.matmuls_per_sync, duty,
                               settings.period_ms, settings.hold_gib, self.ready[i], self.stop, self.done[i],
-                              self.errors))
+                              self.errors, dict(settings.worker_env)))
             for i in range(k)]
 
     def start(self) -> None:
@@ -113,7 +114,8 @@ def run(settings: Settings, on_row: Callable[[dict], None] = lambda row: None) -
     """Measure every (k, duty) case of ``settings``; ``on_row`` sees each row as it is done."""
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
-    server = ctx.Process(target=workload.serve, args=(child, settings.device, settings.size), daemon=True)
+    server = ctx.Process(target=workload.serve, args=(child, settings.device, settings.size, dict(settings.worker_env)),
+                         daemon=True)
     server.start()
     rows: list[dict] = []
     longest = 0.0

@@ -4,7 +4,10 @@ The JSON document has the shape of ``gpulab/gpustack/data/h200-timeslicing.json`
 (``what``, ``gpu``, ``method``, ``rows``); each row carries the data file's keys
 (``n``, ``p50_ms`` ... ``mean_ms``, ``neighbors``, ``neighbor_matmuls_each``) plus
 ``size`` and ``duty`` as its second run does, so the course's latency plots read
-a learner's measurement the same way as the shipped one. ``budget`` is added.
+a learner's measurement the same way as the shipped one. ``budget`` is added,
+and ``sharing``: ``{"mode": "time-slicing"}``, or for MPS ``{"mode": "mps",
+"pipe_directory", "active_thread_percentage"}`` (``mps.Daemon``), a separate
+mode whose rows must not be read as time-slicing ones.
 """
 from __future__ import annotations
 
@@ -13,12 +16,20 @@ from typing import TextIO
 
 from .measure import Outcome, Settings
 
-WHAT = ("Latency of a latency-sensitive GPU request while 0..{k} busy neighbour processes share one GPU by "
-        "time-slicing (the GPU driver's default scheduling between CUDA contexts, which is what Kubernetes "
-        "time-slicing relies on).")
+WHAT = {
+    "time-slicing": ("Latency of a latency-sensitive GPU request while 0..{k} busy neighbour processes share one GPU "
+                     "by time-slicing (the GPU driver's default scheduling between CUDA contexts, which is what "
+                     "Kubernetes time-slicing relies on)."),
+    "mps": ("Latency of a latency-sensitive GPU request while 0..{k} busy neighbour processes share one GPU as "
+            "clients of an MPS control daemon (CUDA's Multi-Process Service runs their kernels concurrently, which "
+            "is what the device plugin's MPS strategy relies on)."),
+}
 
 
-def method(settings: Settings, outcome: Outcome, gpu: dict) -> dict:
+MODE_NAMES = {"time-slicing": "time-slicing", "mps": "MPS"}
+
+
+def method(settings: Settings, outcome: Outcome, gpu: dict, mode: str = "time-slicing") -> dict:
     """The data file's ``method`` strings, for these settings."""
     if settings.duties == (1.0,):
         pace = f"back to back ({settings.matmuls_per_sync} per synchronize)"
@@ -36,8 +47,9 @@ def method(settings: Settings, outcome: Outcome, gpu: dict) -> dict:
         "server": (f"one process issues {settings.requests} requests, one every {settings.interval_ms:g} ms "
                    f"(open loop); each request is two bf16 {settings.size}x{settings.size} matmuls followed by a "
                    "device synchronize; latency is measured from submit to synchronize"),
-        "neighbours": (f"k processes on the same GPU, each running bf16 {settings.neighbour_size}x"
-                       f"{settings.neighbour_size} matmuls {pace}{held} for {outcome.seconds:.0f} s"),
+        "neighbours": (f"k processes on the same GPU{' (MPS clients)' if mode == 'mps' else ''}, each running bf16 "
+                       f"{settings.neighbour_size}x{settings.neighbour_size} matmuls {pace}{held} for "
+                       f"{outcome.seconds:.0f} s"),
         "tool": (f"PyTorch {device['torch']} (CUDA {device['cuda']}), driver {gpu.get('driver', 'unknown')}, "
                  f"{mig}, {compute}; gpulab probe"),
     }
@@ -47,8 +59,8 @@ def _within(row: dict, budget_ms: float) -> bool:
     return row["p99_ms"] <= budget_ms
 
 
-def verdict(rows: list[dict], budget_ms: float) -> dict:
-    """How many busy neighbours keep p99 within ``budget_ms`` (rows at the highest duty measured)."""
+def verdict(rows: list[dict], budget_ms: float, mode: str = "time-slicing") -> dict:
+    """How many busy neighbours keep p99 within ``budget_ms`` (rows at the highest duty measured) under ``mode``."""
     alone = next((r for r in rows if r["neighbors"] == 0), None)
     busiest = max((r["duty"] for r in rows if r["neighbors"]), default=None)
     shared = sorted((r for r in rows if r["neighbors"] and r["duty"] == busiest), key=lambda r: r["neighbors"])
@@ -63,7 +75,7 @@ def verdict(rows: list[dict], budget_ms: float) -> dict:
             fits = row["neighbors"]
             continue
         result["max_neighbours_within_budget"] = fits
-        share = (f"Share this GPU between at most {fits + 1} pods (time-slicing replicas <= {fits + 1})"
+        share = (f"Share this GPU between at most {fits + 1} pods ({MODE_NAMES[mode]} replicas <= {fits + 1})"
                  if fits is not None else f"Share this GPU with fewer than {row['neighbors']} busy neighbours")
         result["verdict"] = (f"over budget with {row['neighbors']} busy neighbour(s) at duty {busiest:g}: p99 "
                              f"{row['p99_ms']:.2f} ms > {budget_ms:g} ms. {share}, or give this workload a MIG "
@@ -92,14 +104,16 @@ def table_row(row: dict, budget_ms: float) -> str:
             f"{_cell(row['p999_ms'])}  {mark}")
 
 
-def document(settings: Settings, outcome: Outcome, gpu: dict, budget_ms: float) -> dict:
-    """The JSON document written by the probe."""
+def document(settings: Settings, outcome: Outcome, gpu: dict, budget_ms: float, sharing: dict) -> dict:
+    """The JSON document written by the probe; ``sharing`` is ``mps.Sharing.describe()``."""
+    mode = sharing["mode"]
     return {
-        "what": WHAT.format(k=max(settings.neighbours)),
+        "what": WHAT[mode].format(k=max(settings.neighbours)),
         "gpu": gpu,
-        "method": method(settings, outcome, gpu),
+        "method": method(settings, outcome, gpu, mode),
+        "sharing": sharing,
         "rows": outcome.rows,
-        "budget": verdict(outcome.rows, budget_ms),
+        "budget": verdict(outcome.rows, budget_ms, mode),
     }
 
 

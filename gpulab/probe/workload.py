@@ -2,8 +2,11 @@
 
 Each runs in its own process (``spawn``), so each holds its own CUDA context,
 exactly as two time-sliced pods do: the GPU driver switches between contexts
-by time slice, and that is the effect being measured. PyTorch is imported
-inside the process functions only.
+by time slice, and that is the effect being measured. Where an MPS control
+daemon runs, CUDA makes each process one of its clients instead, and their
+kernels run concurrently, as MPS pods' do. ``env`` is set before CUDA starts
+(``--sharing time-slicing`` uses it to keep the processes off a daemon).
+PyTorch is imported inside the process functions only.
 
 Server: each request is two bf16 ``size x size`` matmuls followed by
 ``torch.cuda.synchronize()``; latency runs from submit to synchronize.
@@ -20,6 +23,7 @@ computes nothing.
 """
 from __future__ import annotations
 
+import os
 import time
 import traceback
 from typing import Any
@@ -29,9 +33,10 @@ def _matrices(torch: Any, size: int, count: int) -> list[Any]:
     return [torch.randn(size, size, dtype=torch.bfloat16, device="cuda") for _ in range(count)]
 
 
-def serve(conn: Any, device: int, size: int) -> None:
+def serve(conn: Any, device: int, size: int, env: dict[str, str]) -> None:
     """Server process: answer ``("measure", requests, interval_ms, warmup)`` with ``("latencies", [ms...])``."""
     try:
+        os.environ.update(env)
         import torch
 
         torch.cuda.set_device(device)
@@ -72,9 +77,10 @@ def serve(conn: Any, device: int, size: int) -> None:
 
 
 def neighbour(device: int, size: int, per_sync: int, duty: float, period_ms: float, hold_gib: float,
-              ready: Any, stop: Any, done: Any, errors: Any) -> None:
+              ready: Any, stop: Any, done: Any, errors: Any, env: dict[str, str]) -> None:
     """Neighbour process: keep the GPU busy until ``stop`` is set, counting matmuls in ``done.value``."""
     try:
+        os.environ.update(env)
         import torch
 
         torch.cuda.set_device(device)

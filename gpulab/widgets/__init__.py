@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from .check_button import CheckButton, check_button
 from .cluster_map import ClusterMap, cluster_map
-from .latency_plot import LatencyExplorer, latency_explorer, latency_figure
+from .latency_plot import LatencyExplorer, latency_explorer, latency_figure, mps_curve_basis
 from .progress_panel import ProgressPanel, progress_panel
 from .reset_button import ResetButton, reset_button
 
 __all__ = ["CheckButton", "ClusterMap", "LatencyExplorer", "ProgressPanel", "ResetButton", "check_button",
-           "cluster_map", "latency_explorer", "latency_figure", "progress_panel", "reset_button"]
+           "cluster_map", "latency_explorer", "latency_figure", "mps_curve_basis", "progress_panel", "reset_button"]
