@@ -199,9 +199,10 @@ def test_mps_a100(stack):
         result = run(stack, "lab04.mps_a100")
         assert not result.passed
         assert result.reason == (
-            "the H100 node gpulab-worker2 is shared too (nvidia.com/gpu.sharing-strategy=mps, nvidia.com/gpu.replicas=4, "
-            "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-SHARED, 32 nvidia.com/gpu for its 8 GPUs, "
-            "nvidia.com/mps.capable=true); the exercise shares the A100 node only and leaves the H100's GPUs unshared")
+            "the H100 node gpulab-worker2 is shared too (nvidia.com/gpu.sharing-strategy=mps, "
+            "nvidia.com/gpu.replicas=4, nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-SHARED, 32 nvidia.com/gpu for its "
+            "8 GPUs, nvidia.com/mps.capable=true); the exercise shares the A100 node only and leaves the H100's GPUs "
+            "unshared")
         stack.gpu_node(H100, "H100", 8, mig_config="all-disabled")          # the solution
         result = run(stack, "lab04.mps_a100")
         assert result.passed, result

@@ -72,7 +72,7 @@ def upstream_and_stand_in_objects() -> list[tuple[dict, dict]]:
 
 def test_stand_ins_change_only_images_commands_and_arguments():
     pairs = upstream_and_stand_in_objects()
-    assert len(pairs) == 4 + 7 + 1
+    assert len(pairs) == 4 + 8 + 1     # the chart's workloads, the operands (MPS control daemon included), validator
     for real, stood_in in pairs:
         assert without_images(stood_in) == without_images(real)
         real_pod = real["spec"]["template"] if "template" in real["spec"] else real

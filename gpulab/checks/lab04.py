@@ -1,4 +1,5 @@
-"""Lab 04, sharing a GPU: time-slicing the A100 node, MIG mixed on the H100 node, a pod on a slice, choosing one; then MPS on the A100 node and when to choose which of the three."""
+"""Lab 04, sharing a GPU: time-slicing the A100 node, MIG mixed on the H100 node, a pod on a slice, choosing one;
+then MPS on the A100 node, and when to choose which of the three."""
 from __future__ import annotations
 
 from functools import cache
@@ -381,7 +382,8 @@ def strategy_problems(mode: str) -> list[str]:
     problems = []
     p99 = _mps_p99()
     if p99 > s["p99_budget_ms"]:
-        problems.append(f"its p99 in the latency model is about {p99:.1f} ms, over the {s['p99_budget_ms']:g} ms budget")
+        problems.append(f"its p99 in the latency model is about {p99:.1f} ms, over the {s['p99_budget_ms']:g} ms "
+                        "budget")
     share = _mps_share_mib()
     if share < s["server_memory_mib"]:
         problems.append(f"each client's {share} MiB is less than the server needs")
