@@ -10,8 +10,8 @@
   /etc/resolv.conf (ClusterFirst), the image's /etc/os-release, the device nodes and mounts of the device
   plugin's answer (the runtime's OCI spec ``linux.devices`` and ``mounts``: empty files, programs
   executable, empty directories for mounts the answer marks ``directory``), and the pod's volumes (configMap,
-  secret, downwardAPI, projected service account token; other volume types are empty directories). A missing ConfigMap or Secret fails the mount like the volume
-  manager (``MountVolume.SetUp failed for volume ...``).
+  secret, downwardAPI, projected service account token; other volume types are empty directories). A missing
+  ConfigMap or Secret fails the mount like the volume manager (``MountVolume.SetUp failed for volume ...``).
 """
 from __future__ import annotations
 
