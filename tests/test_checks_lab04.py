@@ -173,15 +173,20 @@ def mps(replicas: int, **extra) -> dict:
 
 
 def test_mps_a100(stack):
-    # The mistake: MPS selected while the ClusterPolicy keeps mig.strategy=mixed; the plugin refuses, the A100 stays
-    # as it was (here: exercise 1's time-slicing).
-    stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", sharing=time_slicing(4))
+    # The mistake: MPS selected while the ClusterPolicy keeps mig.strategy=mixed. GFD labels the MPS config, the
+    # plugin refuses it and its devices turn unhealthy (allocatable 0), as the embedded cluster shows it.
+    stack.gpu_node(A100, A100_MODEL, 4, sharing=mps(4))
+    stack.set_node(A100, {**stack.core.read_node(A100).metadata.labels}, {"nvidia.com/gpu": 0})
     result = run(stack, "lab04.mps_a100")
     assert not result.passed
     assert result.reason == (
-        "A100 node gpulab-worker3 is not shared with MPS (nvidia.com/gpu.sharing-strategy=time-slicing, 16 "
-        "nvidia.com/gpu) and the ClusterPolicy runs mig.strategy=mixed, under which the device plugin refuses MPS "
-        "(using --mig-strategy=mixed is not supported with MPS)")
+        "A100 node gpulab-worker3 advertises 0 nvidia.com/gpu (nvidia.com/gpu.sharing-strategy=mps) while the "
+        "ClusterPolicy runs mig.strategy=mixed, under which the device plugin refuses MPS (using "
+        "--mig-strategy=mixed is not supported with MPS)")
+    stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", sharing=time_slicing(4))      # before: exercise 1
+    assert run(stack, "lab04.mps_a100").reason.startswith(
+        "A100 node gpulab-worker3 advertises 16 nvidia.com/gpu (nvidia.com/gpu.sharing-strategy=time-slicing) while "
+        "the ClusterPolicy runs mig.strategy=mixed")
     stack.operator(sets=("driver.version=580.105.08", "mig.strategy=single"))
     try:
         assert run(stack, "lab04.mps_a100").reason == (

@@ -303,8 +303,8 @@ def mps_a100(cluster) -> Result:
         strategy, replicas = node_labels.get(SHARING), node_labels.get(REPLICAS)
         advertised_mps = strategy == "mps" and allocatable(node) == gpus * int(replicas or 0)
         if not advertised_mps and _mig_strategy(cluster) == "mixed":
-            return failed(f"A100 node {node_name_} is not shared with MPS ({SHARING}={strategy or 'unset'}, "
-                          f"{allocatable(node)} {GPU}) and the ClusterPolicy runs mig.strategy=mixed, under which the "
+            return failed(f"A100 node {node_name_} advertises {allocatable(node)} {GPU} ({SHARING}="
+                          f"{strategy or 'unset'}) while the ClusterPolicy runs mig.strategy=mixed, under which the "
                           "device plugin refuses MPS (using --mig-strategy=mixed is not supported with MPS)",
                           "`kubectl get events -n gpu-operator --field-selector reason=DevicePluginFailed`; free the "
                           "H100's MIG slices, put it back to all-disabled, then patch the ClusterPolicy's "
