@@ -75,7 +75,8 @@ class _State:
                 node = self.passing.get(info.bit)
             if node is None:
                 return None
-            allocations = self.node_allocations[node_name] = self.allocator.results(node, self.allocator.placement(node))
+            placement = self.allocator.placement(node)
+            allocations = self.node_allocations[node_name] = self.allocator.results(node, placement)
         return allocations
 
 

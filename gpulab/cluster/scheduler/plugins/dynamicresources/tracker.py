@@ -4,8 +4,8 @@
   ResourceSlice changes;
 * the devices allocated claims hold (``InUse``), kept up to date from claim
   changes (each change adds or removes that claim's results, so a pod's
-  cycle costs the same with 3 claims allocated or 3,000), plus the allocations of pods that passed Reserve and whose claims
-  are not written yet (upstream's ``inFlightAllocations``): a pod waiting at
+  cycle costs the same with 3 claims allocated or 3,000), plus the
+  allocations of pods that passed Reserve and whose claims are not written yet (upstream's ``inFlightAllocations``): a pod waiting at
   Permit holds its devices, and another pod cannot get them.
 """
 from __future__ import annotations
