@@ -286,7 +286,10 @@ class Api:
     # --- update -----------------------------------------------------------
     def update(self, key, obj: dict, namespace: str | None = None, *, subresource: str | None = None,
                manager: str | None = None, dry_run: bool = False, field_validation: str = "Ignore",
-               warnings: list | None = None, raw: bytes | None = None) -> dict:
+               warnings: list | None = None, raw: bytes | None = None, typed: bool = False) -> dict:
+        """``typed``: an in-process component's object read from this API and changed in code, so already of the
+        Go type: it skips what decoding a request body does (the JSON-type check, dropping unknown fields);
+        managed fields, validation, admission and the watch events are the same."""
         rt = self.rt(key)
         self._check_verb(rt, "update")
         obj = clone(obj)
@@ -301,12 +304,15 @@ class Api:
                 return self.create(rt, obj, namespace, manager=manager, dry_run=dry_run,
                                    field_validation=field_validation, warnings=warnings, raw=raw)
             raise not_found(rt.plural, rt.group, name)
-        self._check_fields(rt, obj, field_validation, warnings, raw)
+        decode = not typed or field_validation != "Ignore"
+        if decode:
+            self._check_fields(rt, obj, field_validation, warnings, raw)
         rv = meta.get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise conflict(rt.plural, rt.group, name,
                            "the object has been modified; please apply your changes to the latest version and try again")
-        self.strategy(rt).decode(obj, rt)
+        if decode:
+            self.strategy(rt).decode(obj, rt)
         new = conversion.to_storage(rt, obj, self._storage_rt(rt))
         return conversion.from_storage(rt, self._update_from(self._storage_rt(rt), old, new, subresource, manager,
                                                              dry_run=dry_run))

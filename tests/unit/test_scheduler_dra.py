@@ -2,6 +2,8 @@
 firstAvailable, shared counters, consumable capacity, taints, adminAccess, constraints) and its messages."""
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from gpulab.cluster.dra.claims import CLAIMS, CLASSES, DELETE_PROTECTION_FINALIZER, SLICES
@@ -72,6 +74,34 @@ def test_a_claim_is_allocated_from_the_nodes_slice_and_reserved_for_the_pod():
     uid = c.get("trainer")["metadata"]["uid"]
     assert claim["status"]["reservedFor"] == [{"resource": "pods", "name": "trainer", "uid": uid}]
     assert claim["metadata"]["finalizers"] == [DELETE_PROTECTION_FINALIZER]
+
+
+def test_the_schedulers_typed_claim_writes_record_what_an_ordinary_update_records():
+    # two claims: the scheduler binds one (typed writes); the same two writes by hand go through the request path
+    c = DraCluster()
+    c.slice_(NODE, [device("gpu-0"), device("gpu-1")])
+    for name in ("scheduled", "by-hand"):  # made by a manager, so their fields are tracked
+        c.api.create(CLAIMS, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                              "metadata": {"name": name, "namespace": "default"},
+                              "spec": {"devices": {"requests": [exactly()]}}}, "default", manager="kubectl-create")
+    seen = []
+    c.api.subscribe(CLAIMS, lambda kind, obj, old: seen.append((kind, obj["metadata"]["name"])))
+    c.claim_pod("trainer", "scheduled")
+    c.run()
+    done = c.api.get(CLAIMS, "scheduled", "default")
+    hand = copy.deepcopy(c.api.get(CLAIMS, "by-hand", "default"))  # get gives the stored object
+    hand["metadata"]["finalizers"] = list(done["metadata"]["finalizers"])
+    hand = copy.deepcopy(c.api.update(CLAIMS, hand, "default", manager="kube-scheduler"))
+    hand["status"] = {**done["status"], "allocation": {**done["status"]["allocation"], "devices": {"results": [
+        {**done["status"]["allocation"]["devices"]["results"][0], "device": "gpu-1"}]}}}
+    c.api.update(CLAIMS, hand, "default", subresource="status", manager="kube-scheduler")
+    hand = c.api.get(CLAIMS, "by-hand", "default")
+
+    def entries(claim):
+        return [{k: v for k, v in e.items() if k != "time"} for e in claim["metadata"]["managedFields"]]
+    assert entries(done) == entries(hand)
+    assert [kind for kind, name in seen if name == "scheduled"] == [kind for kind, name in seen if name == "by-hand"] \
+        == ["MODIFIED", "MODIFIED"]
 
 
 def test_devices_are_not_given_twice_and_the_third_pod_waits_unresolvable():

@@ -54,21 +54,40 @@ def test_a_gang_binds_all_or_nothing(gates):
                                                                             "Scheduled")
 
 
-def test_a_gang_that_cannot_fit_waits_then_times_out_and_frees_its_nodes(gates):
+def test_a_gang_that_cannot_fit_holds_nothing_and_says_why(gates):
     c = GangCluster()
     c.pod_group("big", 4)
     for i in range(4):
         c.member(f"big-{i}", "big", 4)
     c.run()
-    # three of four fit (12 GPUs): they wait at Permit, holding their GPUs in the scheduler only
-    assert len(c.scheduler.waiting) == 3 and all(c.node_of(f"big-{i}") is None for i in range(4))
-    c.clock.advance(301)
+    # three of four fit (12 GPUs), so the group cycle undoes their placements: nothing waits, nothing is held
+    assert not c.scheduler.waiting and all(c.node_of(f"big-{i}") is None for i in range(4))
+    assert not any(c.scheduler.cache.node_of(c.get(f"big-{i}")["metadata"]["uid"]) for i in range(4))
+    messages = [e["message"] for i in range(4) for e in c.events(f"big-{i}", "FailedScheduling")]
+    assert messages.count("pod group is unschedulable, minCount (4) cannot be satisfied: 3 scheduled, 0 remaining") \
+        == 3
+    assert sum(m.startswith("0/4 nodes are available:") and "Insufficient nvidia.com/gpu" in m for m in messages) == 1
+    # the GPUs stay free for a pod outside the gang
+    c.pod("solo", 4)
     c.run()
-    # the waits timed out (the members retry, and wait again): still nothing bound
-    assert all(c.node_of(f"big-{i}") is None for i in range(4))
-    rejected = [c.events(f"big-{i}", "FailedScheduling") for i in range(4)]
-    messages = {e["message"] for events in rejected for e in events}
-    assert "rejected due to timeout after waiting 5m0s at plugin GangScheduling" in messages
+    assert c.node_of("solo") is not None
+
+
+def test_two_gangs_that_together_overfill_the_gpus_do_not_deadlock(gates):
+    c = GangCluster()  # 8 + 4 GPUs: each gang of three 3-GPU pods fits alone (2 + 1), both do not
+    for gang in ("a", "b"):
+        c.pod_group(gang, 3)
+    for i in range(3):  # interleaved, as two jobs' pods arrive
+        for gang in ("a", "b"):
+            c.member(f"{gang}-{i}", gang, 3)
+    c.run()
+    bound = {gang: sum(c.node_of(f"{gang}-{i}") is not None for i in range(3)) for gang in ("a", "b")}
+    assert sorted(bound.values()) == [0, 3] and not c.scheduler.waiting
+    loser = "a" if bound["a"] == 0 else "b"
+    messages = {e["message"] for i in range(3) for e in c.events(f"{loser}-{i}", "FailedScheduling")}
+    # the first gang placed leaves 2 + 1 GPUs: the other's first pod fits nowhere, so its group cycle ends there
+    assert "pod group is unschedulable, minCount (3) cannot be satisfied: 0 scheduled, 2 remaining" in messages
+    assert any(m.startswith("0/4 nodes are available:") for m in messages)
 
 
 def test_a_pod_naming_a_missing_group_waits_for_it(gates):

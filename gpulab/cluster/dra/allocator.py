@@ -52,10 +52,14 @@ class DeviceRef:
     slice_name: str
     node_selector: dict | None  # None: usable on every node it was listed for
     taints: tuple[dict, ...] = ()
+    id: DeviceID = field(init=False)  # (driver, pool, device), made once: the search asks for it per device
 
-    @property
-    def id(self) -> DeviceID:
-        return self.driver, self.pool, self.name
+    plain: bool = field(init=False)  # exclusive, untainted and without counters: only "in use?" decides
+
+    def __post_init__(self) -> None:
+        self.id = (self.driver, self.pool, self.name)
+        self.plain = not self.taints and not self.device.get("allowMultipleAllocations") \
+            and not self.device.get("consumesCounters")
 
     @property
     def label(self) -> str:
@@ -106,11 +110,34 @@ def _rule_taints(rules: Iterable[dict], driver: str, pool: str, device: str) -> 
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class SelectorFailure:
+    """A selector that failed at run time on a device: whose (the class's or the claim's), which, and why."""
+
+    of_class: bool
+    index: int
+    error: Exception
+
+
+@dataclass(eq=False)
+class Accepted:
+    """A node's devices that a class and a request's selectors accept, as computed for one node object."""
+
+    node: dict
+    refs: list[DeviceRef]
+    ids: tuple[DeviceID, ...]
+    plain: bool  # every one is plain (DeviceRef.plain)
+    failure: SelectorFailure | None  # a selector failed: refs are incomplete and must not be used
+
+
 class Inventory:
     """Every pool and device the slices publish, indexed by node, and the selector verdicts on them.
 
     Built once per change of the slices (or of the DeviceTaintRules); verdicts of
-    (expression, device) pairs are kept as long as the inventory lives.
+    (expression, device) pairs, and each node's devices that a class and a
+    request's selectors accept, are kept as long as the inventory lives: the
+    scheduler asks for them for every pod on every node, and they change only
+    with the slices.
     """
 
     def __init__(self, slices: Iterable[dict], taint_rules: Iterable[dict] = ()):
@@ -145,6 +172,8 @@ class Inventory:
                     self.devices[ref.id] = ref
                     self._place(ref, spec)
         self.verdicts: dict[tuple[str, int], bool | Exception] = {}
+        # (class exprs, request exprs) -> node name -> Accepted
+        self._accepted: dict[tuple, dict[str, Accepted]] = {}
 
     def _place(self, ref: DeviceRef, spec: dict) -> None:
         source = ref.device if spec.get("perDeviceNodeSelection") else spec
@@ -163,6 +192,46 @@ class Inventory:
             return own
         return own + [r for r in self.everywhere if r.node_selector is None or _node_matches(r.node_selector, node)]
 
+    def accepted(self, node: dict, class_exprs: tuple[str, ...],
+                 request_exprs: tuple[str, ...]) -> Accepted:
+        """The node's devices (in order, from valid pools) that every class and request selector accept, or the
+        first selector that fails on one of them. Kept per node object: a node's labels can change which
+        network-attached devices it reaches."""
+        per_node = self.accepted_on_nodes(class_exprs, request_exprs)
+        kept = per_node.get(node["metadata"]["name"])
+        if kept is not None and kept.node is node:
+            return kept
+        refs: list[DeviceRef] = []
+        failure = None
+        for ref in self.on_node(node):
+            if self.pools[(ref.driver, ref.pool)].invalid:
+                continue
+            failure = self._first_rejection(ref, class_exprs, True) or self._first_rejection(ref, request_exprs, False)
+            if isinstance(failure, SelectorFailure):
+                break
+            if failure is None:
+                refs.append(ref)
+        kept = Accepted(node, refs, tuple(r.id for r in refs), all(r.plain for r in refs),
+                        failure if isinstance(failure, SelectorFailure) else None)
+        per_node[node["metadata"]["name"]] = kept
+        return kept
+
+    def accepted_on_nodes(self, class_exprs: tuple[str, ...],
+                          request_exprs: tuple[str, ...]) -> dict[str, Accepted]:
+        """What :meth:`accepted` has kept for these selectors, by node name (to be read without a call)."""
+        return self._accepted.setdefault((class_exprs, request_exprs), {})
+
+    def _first_rejection(self, ref: DeviceRef, expressions: tuple[str, ...],
+                         of_class: bool) -> SelectorFailure | bool | None:
+        """None when every expression accepts the device, True when one rejects it, or the failure."""
+        for i, expression in enumerate(expressions):
+            try:
+                if not self.matches(expression, ref):
+                    return True
+            except selectors.CelRuntimeError as exc:
+                return SelectorFailure(of_class, i, exc)
+        return None
+
     def matches(self, expression: str, ref: DeviceRef) -> bool:
         """A selector's verdict on a device (cached); a CEL runtime error is raised each time it is asked."""
         key = (expression, id(ref))
@@ -180,25 +249,45 @@ class Inventory:
 
 @dataclass
 class InUse:
-    """What allocated claims hold: exclusive devices, capacity consumed of shared devices."""
+    """What allocated claims hold: exclusive devices, capacity consumed of shared devices.
+
+    Counts how many results hold each device, so that :meth:`remove` takes one claim's results back out
+    (the tracker follows claim changes without summing every claim again)."""
 
     devices: set[DeviceID] = field(default_factory=set)
     consumed: dict[DeviceID, dict[str, Fraction]] = field(default_factory=dict)
+    holders: dict[tuple[DeviceID, bool], int] = field(default_factory=dict)  # (device, shared) -> results
 
     def add(self, results: Iterable[dict]) -> None:
+        self._count(results, 1)
+
+    def remove(self, results: Iterable[dict]) -> None:
+        """Undo :meth:`add` of the same results."""
+        self._count(results, -1)
+
+    def _count(self, results: Iterable[dict], sign: int) -> None:
         for result in results:
             if result.get("adminAccess"):
                 continue
             device_id = (result.get("driver", ""), result.get("pool", ""), result.get("device", ""))
-            if result.get("consumedCapacity") is not None or result.get("shareID"):
+            shared = result.get("consumedCapacity") is not None or bool(result.get("shareID"))
+            key = (device_id, shared)
+            holders = self.holders[key] = self.holders.get(key, 0) + sign
+            if shared:
                 used = self.consumed.setdefault(device_id, {})
                 for name, value in (result.get("consumedCapacity") or {}).items():
-                    used[name] = used.get(name, 0) + parse_quantity(str(value))
+                    used[name] = used.get(name, 0) + sign * parse_quantity(str(value))
             else:
                 self.devices.add(device_id)
+            if holders <= 0:
+                del self.holders[key]
+                if shared:
+                    self.consumed.pop(device_id, None)
+                else:
+                    self.devices.discard(device_id)
 
     def copy(self) -> InUse:
-        return InUse(set(self.devices), {k: dict(v) for k, v in self.consumed.items()})
+        return InUse(set(self.devices), {k: dict(v) for k, v in self.consumed.items()}, dict(self.holders))
 
 
 @dataclass
@@ -214,6 +303,14 @@ class _Pick:
     ref: DeviceRef
     alt: _Alternative
     consumed: dict[str, Fraction] | None
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What :meth:`Allocator.allocate` chose on one node: the picks, and the formats consumed capacity was asked in."""
+
+    picks: tuple[_Pick, ...]
+    formats: dict[str, str]
 
 
 def _tolerates(tolerations: list, taint: dict) -> bool:
@@ -240,6 +337,31 @@ class Allocator:
         self.base_in_use = in_use
         self.formats: dict[str, str] = {}  # the format a consumed capacity was asked in (for its result)
         self._counters_used_cache: dict[tuple[str, str], dict[str, dict[str, Fraction]]] = {}
+        self.requests = [(ci, r) for ci, claim in enumerate(claims)
+                         for r in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()]
+        self._alternatives_of = [self._alternatives(ci, r) for ci, r in self.requests]
+        self._selectors: dict[int, tuple[str, tuple[str, ...], tuple[str, ...]]] = {}
+        self._greedy_alts = self._first_fit_alternatives()
+        if self._greedy_alts is not None:
+            self._greedy_counts = [int(alt.spec.get("count") or 1) for alt in self._greedy_alts]
+            self._greedy_nodes: list[dict[str, Accepted] | None] = [None] * len(self._greedy_alts)
+        self._unavailable: set[DeviceID] | None = None
+        self._found: dict[str, tuple[dict, Placement]] = {}  # node name -> what the full search found there
+
+    def _first_fit_alternatives(self) -> list[_Alternative] | None:
+        """The requests' alternatives when first fit is the search's own answer: one alternative each, a
+        count of exclusive devices, no admin access, no constraints (see :meth:`_first_fit`); else None."""
+        if any(((c.get("spec") or {}).get("devices") or {}).get("constraints") for c in self.claims):
+            return None
+        alts = []
+        for options in self._alternatives_of:
+            if len(options) != 1:
+                return None
+            spec = options[0].spec
+            if (spec.get("allocationMode") or "ExactCount") != "ExactCount" or spec.get("adminAccess"):
+                return None
+            alts.append(options[0])
+        return alts
 
     # --- counters -----------------------------------------------------------
     def _counters_used(self, pool: tuple[str, str]) -> dict[str, dict[str, Fraction]]:
@@ -256,20 +378,124 @@ class Allocator:
         return used
 
     # --- the search -----------------------------------------------------------
-    def allocate(self, node: dict) -> list[dict] | None:
-        """One AllocationResult per claim, or None when the claims do not fit this node."""
+    def fits(self, node: dict) -> bool:
+        """Filter's question: do the claims fit this node? Asked for every node, so the commonest case (one
+        request for one plain device) is answered without building anything; :meth:`placement` then makes the
+        allocation for the node the scheduler picks."""
+        free = self.free_device_on(node)
+        if free is not None:
+            return free
+        placement = self.allocate(node)
+        if placement is not None:
+            self._found[node["metadata"]["name"]] = (node, placement)
+        return placement is not None
+
+    def free_device_on(self, node: dict) -> bool | None:
+        """:meth:`fits` for the commonest case only (one request for one plain device): whether a device is
+        free on the node, or None where :meth:`fits` must answer."""
+        return self.free_device_on_each([node])[0]
+
+    def free_device_on_each(self, nodes: list[dict]) -> list[bool | None]:
+        """:meth:`free_device_on` for many nodes in one pass (the plugin asks it for every node of every pod).
+        Raises the AllocationError of a selector that fails on one of them."""
+        if self._greedy_alts is None or len(self._greedy_alts) != 1 or self._greedy_counts[0] != 1:
+            return [None] * len(nodes)
+        alt = self._greedy_alts[0]
+        on_nodes = self._greedy_nodes[0]
+        if on_nodes is None:
+            on_nodes = self._greedy_nodes[0] = self.inventory.accepted_on_nodes(*self._selectors_of(alt)[1:])
+        unavailable = self._unavailable_ids()
+        out: list[bool | None] = []
+        for node in nodes:
+            accepted = on_nodes.get(node["metadata"]["name"])
+            if accepted is None or accepted.node is not node:
+                accepted = self._accepted_for(node, alt, 0)
+            elif accepted.failure is not None:
+                self._usable(accepted, self._selectors_of(alt)[0], self.claims[alt.claim_index]["metadata"])
+            if not accepted.plain or len(accepted.ids) > MAX_STEPS:
+                out.append(None)  # the search decides (and counts its steps)
+            else:
+                out.append(not unavailable.issuperset(accepted.ids))
+        return out
+
+    def placement(self, node: dict) -> Placement | None:
+        """What :meth:`allocate` gives on a node :meth:`fits` accepted (kept when the full search found it)."""
+        kept = self._found.get(node["metadata"]["name"])
+        if kept is not None and kept[0] is node:
+            return kept[1]
+        return self.allocate(node)
+
+    def allocate(self, node: dict) -> Placement | None:
+        """The devices the claims get on this node, or None when they do not fit; :meth:`results` turns the
+        placement into one AllocationResult per claim (only for the node the scheduler picks)."""
         self.node = node
-        self.candidates = self.inventory.on_node(node)
+        if self._greedy_alts is not None:
+            picks = self._first_fit()
+            if picks is not None:
+                return Placement(tuple(picks), {})
         self.taken: set[DeviceID] = set()
         self.consumed_extra: dict[DeviceID, dict[str, Fraction]] = {}
         self.counters_extra: dict[tuple[str, str], dict[str, dict[str, Fraction]]] = {}
         self.picks: list[_Pick] = []
         self.steps = 0
-        requests = [(ci, r) for ci, claim in enumerate(self.claims)
-                    for r in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()]
-        if not self._solve(requests, 0):
+        if not self._solve(self.requests, 0):
             return None
-        return self._results(node)
+        return Placement(tuple(self.picks), dict(self.formats) if self.formats else {})
+
+    def _accepted_for(self, node: dict, alt: _Alternative, index: int) -> Accepted:
+        """The node's accepted devices for a first-fit request, read from the inventory's table when kept."""
+        on_nodes = self._greedy_nodes[index]
+        if on_nodes is None:
+            on_nodes = self._greedy_nodes[index] = self.inventory.accepted_on_nodes(*self._selectors_of(alt)[1:])
+        accepted = on_nodes.get(node["metadata"]["name"])
+        if accepted is None or accepted.node is not node:
+            self.node = node
+            return self._matching(alt)
+        if accepted.failure is not None:
+            self._usable(accepted, self._selectors_of(alt)[0], self.claims[alt.claim_index]["metadata"])
+        return accepted
+
+    def _unavailable_ids(self) -> set[DeviceID]:
+        if self._unavailable is None:
+            self._unavailable = self.base_in_use.devices | self.base_in_use.consumed.keys()
+        return self._unavailable
+
+    def _first_fit(self) -> list[_Pick] | None:
+        """Each request's first free devices in order, or None to leave the node to the full search.
+
+        The search tries devices in order and backtracks only on failure, so when first fit succeeds it is the
+        search's first answer; it is sound only for plain devices (:attr:`DeviceRef.plain`), where a device fits
+        exactly when nothing holds it. None (any other device, a request that does not fill, more steps than
+        the search's budget) means the search must decide."""
+        node = self.node
+        unavailable = self._unavailable_ids()
+        taken: set[DeviceID] = set()
+        picks: list[_Pick] = []
+        steps = 0
+        for index, alt in enumerate(self._greedy_alts):
+            accepted = self._accepted_for(node, alt, index)
+            if not accepted.plain:
+                return None
+            need = self._greedy_counts[index]
+            ids = accepted.ids
+            if len(ids) < need:
+                return None
+            for position, device_id in enumerate(ids):
+                if device_id in unavailable or device_id in taken:
+                    continue
+                taken.add(device_id)
+                picks.append(_Pick(accepted.refs[position], alt, None))
+                need -= 1
+                if need == 0:
+                    steps += position + 1
+                    break
+            if need or steps > MAX_STEPS:
+                return None
+        return picks
+
+    def results(self, node: dict, placement: Placement) -> list[dict]:
+        """One AllocationResult per claim for an allocation :meth:`allocate` found on ``node``."""
+        return self._results(node, placement)
 
     def _alternatives(self, claim_index: int, request: dict) -> list[_Alternative]:
         if request.get("exactly") is not None:
@@ -280,9 +506,8 @@ class Allocator:
     def _solve(self, requests: list, index: int) -> bool:
         if index == len(requests):
             return True
-        claim_index, request = requests[index]
-        for alt in self._alternatives(claim_index, request):
-            matching = self._matching(alt)
+        for alt in self._alternatives_of[index]:
+            matching = self._matching(alt).refs
             if (alt.spec.get("allocationMode") or "ExactCount") == "All":
                 if self._take_all(alt, matching) and self._solve(requests, index + 1):
                     return True
@@ -315,7 +540,7 @@ class Allocator:
     def _take_all(self, alt: _Alternative, matching: list[DeviceRef]) -> bool:
         """``All``: every device the selectors accept (at least one), which fails when one of them is in use."""
         claim = self.claims[alt.claim_index]["metadata"]
-        for pool_id in sorted({(r.driver, r.pool) for r in self.candidates}):
+        for pool_id in sorted({(r.driver, r.pool) for r in self.inventory.on_node(self.node)}):
             pool = self.inventory.pools[pool_id]
             state = "being updated" if pool.incomplete else "invalid" if pool.invalid else ""
             if state:
@@ -342,8 +567,26 @@ class Allocator:
             or device_id in self.consumed_extra
 
     # --- which devices ----------------------------------------------------------
-    def _matching(self, alt: _Alternative) -> list[DeviceRef]:
+    def _matching(self, alt: _Alternative) -> Accepted:
         """The node's devices the request's class and selectors accept (in order)."""
+        claim = self.claims[alt.claim_index]["metadata"]
+        class_name, class_exprs, request_exprs = self._selectors_of(alt)
+        return self._usable(self.inventory.accepted(self.node, class_exprs, request_exprs), class_name, claim)
+
+    @staticmethod
+    def _usable(accepted: Accepted, class_name: str, claim: dict) -> Accepted:
+        """The accepted devices, or the AllocationError of the selector that failed."""
+        failure = accepted.failure
+        if failure is not None:
+            owner = f"class {class_name}" if failure.of_class else f"claim {claim.get('namespace')}/{claim['name']}"
+            raise AllocationError(f"{owner}: selector #{failure.index}: CEL runtime error: {failure.error}")
+        return accepted
+
+    def _selectors_of(self, alt: _Alternative) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+        """The request's class name and the CEL expressions of its class and of the request itself."""
+        kept = self._selectors.get(id(alt))
+        if kept is not None:
+            return kept
         claim = self.claims[alt.claim_index]["metadata"]
         class_name = alt.spec.get("deviceClassName") or ""
         device_class = self.classes.get(class_name)
@@ -351,30 +594,17 @@ class Allocator:
             raise AllocationError(f"claim {claim.get('namespace')}/{claim['name']}, request {alt.request}: could not "
                                   f"retrieve device class {class_name}: deviceclass.resource.k8s.io "
                                   f'"{class_name}" not found')
-        class_exprs = [((s or {}).get("cel") or {}).get("expression", "")
-                       for s in (device_class.get("spec") or {}).get("selectors") or ()]
-        request_exprs = [((s or {}).get("cel") or {}).get("expression", "") for s in alt.spec.get("selectors") or ()]
-        out = []
-        for ref in self.candidates:
-            pool = self.inventory.pools[(ref.driver, ref.pool)]
-            if pool.invalid:
-                continue
-            if self._selected(ref, class_exprs, f"class {class_name}", claim) and \
-                    self._selected(ref, request_exprs, f"claim {claim.get('namespace')}/{claim['name']}", claim):
-                out.append(ref)
-        return out
-
-    def _selected(self, ref: DeviceRef, expressions: list[str], owner: str, claim: dict) -> bool:
-        for i, expression in enumerate(expressions):
-            try:
-                if not self.inventory.matches(expression, ref):
-                    return False
-            except selectors.CelRuntimeError as exc:
-                raise AllocationError(f"{owner}: selector #{i}: CEL runtime error: {exc}") from None
-        return True
+        class_exprs = tuple(((s or {}).get("cel") or {}).get("expression", "")
+                            for s in (device_class.get("spec") or {}).get("selectors") or ())
+        request_exprs = tuple(((s or {}).get("cel") or {}).get("expression", "")
+                              for s in alt.spec.get("selectors") or ())
+        kept = self._selectors[id(alt)] = (class_name, class_exprs, request_exprs)
+        return kept
 
     def _fits(self, ref: DeviceRef, alt: _Alternative) -> _Pick | None:
         admin = bool(alt.spec.get("adminAccess"))
+        if not admin and not ref.multi and self._held(ref.id):  # the cheapest test first: most devices are in use
+            return None
         if any(p.ref is ref for p in self.picks):
             return None
         tolerations = list(alt.spec.get("tolerations") or ())
@@ -386,8 +616,6 @@ class Allocator:
                 consumed = self._capacity_fits(ref, alt)
                 if consumed is None:
                     return None
-            elif self._held(ref.id):
-                return None
             if not self._counters_fit(ref):
                 return None
         if not self._constraints_hold(ref, alt):
@@ -488,11 +716,11 @@ class Allocator:
         _consume(self.counters_extra[(pick.ref.driver, pick.ref.pool)], pick.ref, -1)
 
     # --- the results --------------------------------------------------------------
-    def _results(self, node: dict) -> list[dict]:
+    def _results(self, node: dict, placement: Placement) -> list[dict]:
         out = []
         node_local = True
         for ci, claim in enumerate(self.claims):
-            picks = [p for p in self.picks if p.alt.claim_index == ci]
+            picks = [p for p in placement.picks if p.alt.claim_index == ci]
             results, class_configs = [], {}
             for p in picks:
                 result = {"request": p.alt.request, "driver": p.ref.driver, "pool": p.ref.pool, "device": p.ref.name}
@@ -501,7 +729,7 @@ class Allocator:
                 if p.alt.spec.get("tolerations"):
                     result["tolerations"] = list(p.alt.spec["tolerations"])
                 if p.consumed is not None:
-                    result["consumedCapacity"] = {k: format_quantity(v, self.formats.get(k, DECIMAL_SI))
+                    result["consumedCapacity"] = {k: format_quantity(v, placement.formats.get(k, DECIMAL_SI))
                                                   for k, v in p.consumed.items()}
                     result["shareID"] = _share_id(claim, p)
                 results.append(result)

@@ -44,6 +44,7 @@ log = logging.getLogger("gpulab.scheduler")
 REASON_UNSCHEDULABLE = "Unschedulable"  # v1.PodReasonUnschedulable
 REASON_SCHEDULER_ERROR = "SchedulerError"  # v1.PodReasonSchedulerError
 MANAGER = "kube-scheduler"
+GANG_SCHEDULING = "GangScheduling"  # the plugin whose gangs get the pod group cycle
 
 
 class WaitingPod:
@@ -76,6 +77,7 @@ class ProfileScheduler:
         self._watchers = {key: self._watcher(key) for key in self._other_resources}
         self._generations: dict[str, list[int]] = {}
         self._counters: dict[str, object] = {}
+        self._gang = next((p for p in self.framework.plugins if p.NAME == GANG_SCHEDULING and p.active), None)
 
     def clock(self) -> float:
         return self.api.clock()
@@ -277,35 +279,85 @@ class ProfileScheduler:
         if pod.deleting or self.cache.node_of(pod.uid) is not None:  # skipPodSchedule
             self.queue.done(pod.uid)
             return
-        if not self.cache.nodes:
-            self._failure(qpi, Status(ERROR, (NO_NODES_AVAILABLE_ERROR,)), set(), None)
+        gang = self._gang.group_cycle(pod) if self._gang is not None else None
+        if gang is not None:
+            self._schedule_group(qpi, *gang)
             return
         state = CycleState()
+        host, fail = self._place(qpi, state)
+        if host is None:
+            fail()
+            return
+        self._assume(qpi, state, host)
+
+    def _place(self, qpi: QueuedPodInfo, state: CycleState):
+        """The scheduling algorithm for one pod: (its host, None), or (None, the failure to report)."""
+        pod = qpi.info
+        if not self.cache.nodes:
+            return None, lambda: self._failure(qpi, Status(ERROR, (NO_NODES_AVAILABLE_ERROR,)), set(), None)
         framework = self.framework
         pre = framework.run_pre_filter(state, pod)
         if pre is not None:
             if not pre.rejected:
-                self._failure(qpi, pre, set(), None)
-                return
+                return None, lambda: self._failure(qpi, pre, set(), None)
             search = Search(framework, state, pod)
             search.diagnosis.pre_filter_msg = pre.message
             search.diagnosis.add(pre, self.cache.all_mask)
-            self._unschedulable(qpi, state, search.diagnosis, {pre.plugin})
-            return
+            return None, lambda: self._unschedulable(qpi, state, search.diagnosis, {pre.plugin})
         try:
             host = self._nominated_host(state, pod)
             if host is None:
                 search = Search(framework, state, pod)
                 search.run()
         except FilterError as exc:
-            self._failure(qpi, exc.status, set(), None)
-            return
+            return None, lambda status=exc.status: self._failure(qpi, status, set(), None)
         if host is None:
             if not search.cells:
-                self._unschedulable(qpi, state, search.diagnosis, search.diagnosis.unschedulable_plugins())
-                return
+                return None, lambda: self._unschedulable(qpi, state, search.diagnosis,
+                                                         search.diagnosis.unschedulable_plugins())
             host = search.only_node() or search.select(self.rng)
-        self._assume(qpi, state, host)
+        return host, None
+
+    def _schedule_group(self, qpi: QueuedPodInfo, min_count: int, others: list[str], scheduled: int) -> None:
+        """The pod group scheduling cycle (schedule_one_podgroup.go, GangScheduling's PlacementFeasible): the
+        gang's queued pods are placed one by one, each seeing the earlier ones assumed; the placements go on
+        to Permit and binding only when at least ``minCount`` of the gang's pods are then placed, otherwise
+        all are undone (nothing is held) and each pod is reported: its own failure, or the group's."""
+        group = [qpi] + [q for q in map(self.queue.take, others) if q is not None]
+        remaining, placed, failed, verdict = len(group), [], [], None
+        for index, member in enumerate(group):
+            state = CycleState()
+            host, fail = self._place(member, state)
+            if host is not None:
+                self.cache.add_pod(member.info, host, assumed=True)
+                status = self.framework.run_reserve(state, member.info, host)
+                if status is not None:
+                    self._forget(state, member.info, host)
+                    host, fail = None, (lambda m=member, s=status: self._reject_at_reserve_or_permit(m, s))
+            remaining -= 1
+            if host is None:
+                failed.append(fail)
+            else:
+                placed.append((member, state, host))
+                scheduled += 1
+            if remaining + scheduled < min_count:
+                verdict = f"minCount ({min_count}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
+                break
+        else:
+            index = len(group)
+            if scheduled < min_count:
+                verdict = f"minCount ({min_count}) is not yet satisfied: {scheduled} scheduled, {remaining} remaining"
+        if verdict is None:
+            for member, state, host in placed:
+                self._assume(member, state, host, reserved=True)
+        else:
+            for member, state, host in reversed(placed):
+                self._forget(state, member.info, host, notify=False)  # undone in the snapshot upstream
+            rejected = Status(UNSCHEDULABLE, (f"pod group is unschedulable, {verdict}",), GANG_SCHEDULING)
+            for member in [m for m, _, _ in placed] + group[index + 1:]:
+                self._failure(member, rejected, {GANG_SCHEDULING}, "")
+        for fail in failed:
+            fail()
 
     def _nominated_host(self, state: CycleState, pod: PodInfo) -> str | None:
         """evaluateNominatedNode: a preemptor whose nominated node now fits goes there without scoring."""
@@ -325,11 +377,14 @@ class ProfileScheduler:
         diagnosis.post_filter_msg = status.message if status is not None else ""
         self._failure(qpi, Status(UNSCHEDULABLE, (diagnosis.message(),)), plugins, nominated)
 
-    def _assume(self, qpi: QueuedPodInfo, state: CycleState, host: str) -> None:
-        """assume, Reserve and Permit; then the binding cycle, unless Permit holds the pod."""
+    def _assume(self, qpi: QueuedPodInfo, state: CycleState, host: str, *, reserved: bool = False) -> None:
+        """assume, Reserve and Permit (``reserved``: the pod group cycle assumed and reserved it already);
+        then the binding cycle, unless Permit holds the pod."""
         pod, framework = qpi.info, self.framework
-        self.cache.add_pod(pod, host, assumed=True)
-        status = framework.run_reserve(state, pod, host)
+        status = None
+        if not reserved:
+            self.cache.add_pod(pod, host, assumed=True)
+            status = framework.run_reserve(state, pod, host)
         timeout = 0.0
         if status is None:
             status, timeout = framework.run_permit(state, pod, host)
@@ -339,11 +394,14 @@ class ProfileScheduler:
             return
         if status is not None:
             self._forget(state, pod, host)
-            if status.rejected:  # a rejection at Reserve or Permit reads as a FitError on one node
-                status = Status(status.code, (fit_error_message(1, {r: 1 for r in status.reasons}),), status.plugin)
-            self._failure(qpi, status, {status.plugin} if status.rejected else set(), "")
+            self._reject_at_reserve_or_permit(qpi, status)
             return
         self._binding_cycle(qpi, state, host)
+
+    def _reject_at_reserve_or_permit(self, qpi: QueuedPodInfo, status: Status) -> None:
+        if status.rejected:  # a rejection at Reserve or Permit reads as a FitError on one node
+            status = Status(status.code, (fit_error_message(1, {r: 1 for r in status.reasons}),), status.plugin)
+        self._failure(qpi, status, {status.plugin} if status.rejected else set(), "")
 
     # --- timers ----------------------------------------------------------------
     def run_timers(self) -> None:
@@ -361,11 +419,14 @@ class ProfileScheduler:
         deadlines.append(self.queue.next_wakeup())
         return min(deadlines)
 
-    def _forget(self, state: CycleState, pod: PodInfo, node: str) -> None:
-        """Unreserve and ForgetPod; freeing the assumed resources counts as an assigned pod's deletion."""
+    def _forget(self, state: CycleState, pod: PodInfo, node: str, *, notify: bool = True) -> None:
+        """Unreserve and ForgetPod; freeing the assumed resources counts as an assigned pod's deletion (unless
+        ``notify`` is off: a placement the pod group cycle undoes was never seen outside it)."""
         self.framework.run_unreserve(state, pod, node)
         if self.cache.node_of(pod.uid) == node and self.cache.is_assumed(pod.uid):
             self.cache.remove_pod(pod.uid)
+            if not notify:
+                return
             gone = {**pod.pod, "spec": {**pod.spec, "nodeName": node}}
             self._cluster_event(ClusterEvent(POD, DELETE, gone, None), exclude=pod.uid)
 

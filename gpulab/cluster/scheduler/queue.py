@@ -182,6 +182,19 @@ class SchedulingQueue:
                 return qpi
         return None
 
+    def take(self, uid: str) -> QueuedPodInfo | None:
+        """Pop one given pod that waits in the queue (a gang's member, scheduled in its group's cycle), or None
+        when it is not there (in flight, held by PreEnqueue, gone)."""
+        qpi = self._pods.get(uid)
+        if qpi is None or qpi.state not in (ACTIVE, BACKOFF, UNSCHEDULABLE) or qpi.gated_by is not None:
+            return None
+        self._leave_unschedulable(qpi)
+        qpi.state = IN_FLIGHT
+        qpi.attempts += 1
+        qpi.events_in_flight = []
+        self._in_flight[qpi.uid] = qpi
+        return qpi
+
     def done(self, uid: str) -> None:
         """The pod left the queue (bound, or waiting at Permit: ``requeue_unschedulable`` takes it back)."""
         self._pods.pop(uid, None)

@@ -8,6 +8,13 @@ makes them a gang:
   (``waiting for pod's pod group "x" to appear in scheduling queue``) or fewer
   than ``minCount`` of the group's pods exist (``waiting for minCount pods from
   a gang to appear in scheduling queue``);
+* the scheduler takes a gang's queued pods together (``group_cycle``: its pod
+  group scheduling cycle, schedule_one_podgroup.go) and places them one by
+  one on the cluster as the earlier ones leave it; when fewer than
+  ``minCount`` can be placed, every placement is undone before Permit, so a
+  gang that does not fit holds nothing (``pod group is unschedulable,
+  minCount (4) cannot be satisfied: 3 scheduled, 0 remaining``, the
+  PlacementFeasible verdict) and two gangs cannot each hold half the nodes;
 * Permit holds each placed pod (its node reserved in this scheduler only)
   with ``waiting for minCount pods from a gang to be scheduled`` and activates
   the group's other pods; the pod that brings the assumed and bound pods to
@@ -79,6 +86,22 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, EnqueueExtensions):
         """The group's pods that are not done (PodGroupState.AllPods), from the store's index."""
         return [p for p in self.handle.api.store.by_index("pods", _GROUP_INDEX, f"{namespace}/{name}")
                 if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+
+    def group_cycle(self, pod) -> tuple[int, list[str], int] | None:
+        """For the scheduler's pod group cycle: (minCount, the uids of the group's other unscheduled pods, how
+        many of its pods are assumed or bound), or None when the pod is in no gang."""
+        name, pg, min_count = self._gang(pod)
+        if not name or pg is None or not min_count:
+            return None
+        cache = self.handle.cache
+        others, scheduled = [], 0
+        for member in self._members(pod.namespace, name):
+            uid = member["metadata"].get("uid", "")
+            if cache.node_of(uid) is not None:
+                scheduled += 1
+            elif uid != pod.uid and not (member.get("spec") or {}).get("nodeName"):
+                others.append(uid)
+        return min_count, others, scheduled
 
     def pre_enqueue(self, pod) -> Status | None:
         name, pg, min_count = self._gang(pod)

@@ -19,12 +19,18 @@
   otherwise ``still not schedulable``; for a pod without claims v1.37 adds no
   text (kubernetes/kubernetes#140222 dropped v1.36's ``no new claims to
   deallocate``);
+* Filter's scope is ``SETS``: ``filter_sets`` gives every node its verdict in
+  one pass (the nodes of one verdict form one set), so the framework asks
+  Filter once per verdict instead of once per node, and only the node Reserve
+  gets has its allocation built;
 * Reserve holds the chosen devices (in flight) so a pod waiting at Permit keeps
   them; PreBind adds the ``resource.kubernetes.io/delete-protection``
   finalizer, then writes the allocation (with ``allocationTimestamp``) and the
   pod's ``reservedFor`` entry through ``resourceclaims/status``.
 """
 from __future__ import annotations
+
+from itertools import zip_longest
 
 from ....dra.allocator import AllocationError, Allocator
 from ....dra.claims import (CLAIMS, CLASSES, DELETE_PROTECTION_FINALIZER, SLICES, ClaimNameError, claim_name,
@@ -33,7 +39,7 @@ from ....errors import ApiError
 from ....objects import clone, rfc3339
 from ....scheduler.nodeselectors import term_matches
 from ...events import ADD, NODE, UPDATE, UPDATE_NODE_LABEL, ClusterEventWithHint
-from ...interface import (EnqueueExtensions, FilterPlugin, PostFilterPlugin, PostFilterResult, PreBindPlugin,
+from ...interface import (SETS, EnqueueExtensions, FilterPlugin, PostFilterPlugin, PostFilterResult, PreBindPlugin,
                           PreEnqueuePlugin, PreFilterPlugin, ReservePlugin)
 from ...status import ERROR, SKIP_STATUS, UNSCHEDULABLE, Status, unresolvable, unschedulable
 from .tracker import ClaimTracker
@@ -43,17 +49,35 @@ MANAGER = "kube-scheduler"
 MAX_RESERVED_FOR = 256
 NOT_ON_NODE = "resourceclaim not available on the node"
 CANNOT_ALLOCATE = "cannot allocate all claims"
+_CANNOT_ALLOCATE = unresolvable(CANNOT_ALLOCATE, plugin=NAME)
 
 
 class _State:
-    """The cycle's data (stateData): the pod's claims, which need allocating, per-node allocations."""
+    """The cycle's data (stateData): the pod's claims, which need allocating, the devices found on each node
+    (turned into AllocationResults only for the node Reserve gets: the other nodes' results are never read)."""
 
-    __slots__ = ("claims", "to_allocate", "classes", "allocator", "node_allocations")
+    __slots__ = ("claims", "to_allocate", "classes", "allocator", "placements", "node_allocations", "passing")
 
     def __init__(self, claims: list[dict], to_allocate: list[int], classes: dict[str, dict]):
         self.claims, self.to_allocate, self.classes = claims, to_allocate, classes
         self.allocator: Allocator | None = None
+        self.placements: dict[str, dict] = {}  # node name -> the node object Filter passed
         self.node_allocations: dict[str, list[dict]] = {}
+        self.passing: dict[int, dict] = {}  # filter_sets: node bit -> node object, of the nodes that pass
+
+    def allocations(self, node_name: str, cache) -> list[dict] | None:
+        """The AllocationResults of the claims on a node Filter passed (made once), or None."""
+        allocations = self.node_allocations.get(node_name)
+        if allocations is None:
+            node = self.placements.get(node_name)
+            info = cache.nodes.get(node_name)
+            if node is None and info is not None:
+                node = self.passing.get(info.bit)
+            if node is None:
+                return None
+            placement = self.allocator.placement(node)
+            allocations = self.node_allocations[node_name] = self.allocator.results(node, placement)
+        return allocations
 
 
 def _requests(claim: dict):
@@ -74,6 +98,7 @@ def _node_selector_matches(selector: dict | None, node: dict) -> bool:
 class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ReservePlugin,
                        PreBindPlugin, EnqueueExtensions):
     NAME = NAME
+    filter_scope = SETS
 
     def __init__(self, handle, args: dict | None = None):
         super().__init__(handle, args)
@@ -160,13 +185,38 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if data.allocator is None:
             return None
         try:
-            allocations = data.allocator.allocate(node_obj)
+            fits = data.allocator.fits(node_obj)
         except AllocationError as exc:
             return Status(ERROR, (str(exc),), NAME)
-        if allocations is None:
+        if not fits:
             return unresolvable(CANNOT_ALLOCATE, plugin=NAME)
-        data.node_allocations[node.name] = allocations
+        data.placements[node.name] = node_obj
         return None
+
+    def filter_sets(self, state, pod) -> list:
+        """Every node's Filter verdict, as one node mask per rejecting verdict (the passing nodes are in none).
+        For a pod whose one unallocated claim asks for one plain device, the allocator answers in one tight
+        loop; anything else goes through :meth:`filter` node by node."""
+        data: _State = state.read(NAME)
+        allocator = data.allocator
+        quick = allocator is not None and not any((c.get("status") or {}).get("allocation") for c in data.claims)
+        rejected: dict[Status, int] = {}
+        passing = data.passing
+        infos = list(self.handle.cache.nodes.values())
+        try:
+            verdicts = allocator.free_device_on_each([info.node for info in infos]) if quick else ()
+        except AllocationError:
+            verdicts = ()  # Filter words the error, node by node
+        for info, free in zip_longest(infos, verdicts):
+            if free:
+                passing[info.bit] = info.node
+                continue
+            status = _CANNOT_ALLOCATE if free is False else self.filter(state, pod, info)
+            if status is None:
+                passing[info.bit] = info.node
+            else:
+                rejected[status] = rejected.get(status, 0) | info.bit
+        return list(rejected.values())
 
     def post_filter(self, state, pod, diagnosis) -> PostFilterResult:
         data: _State | None = state.read(NAME)
@@ -189,7 +239,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         data: _State | None = state.read(NAME)
         if data is None or not data.to_allocate:
             return None
-        allocations = data.node_allocations.get(node_name)
+        allocations = data.allocations(node_name, self.handle.cache)
         if allocations is None:
             return Status(ERROR, (f"internal error: no allocation for node {node_name}",), NAME)
         for index, allocation in zip(data.to_allocate, allocations):
@@ -208,7 +258,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         data: _State | None = state.read(NAME)
         if data is None:
             return None
-        allocations = dict(zip(data.to_allocate, data.node_allocations.get(node_name) or ()))
+        allocations = dict(zip(data.to_allocate, data.allocations(node_name, self.handle.cache) or ()))
         for index, claim in enumerate(data.claims):
             try:
                 self._bind_claim(pod, claim, allocations.get(index))
@@ -217,14 +267,15 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         return None
 
     def _bind_claim(self, pod, claim: dict, allocation: dict | None) -> None:
-        """bindClaim: the finalizer first, then allocation and reservedFor in one status update."""
+        """bindClaim: the finalizer first, then allocation and reservedFor in one status update (typed writes: the
+        claim as read, changed here, needs no decoding)."""
         api, namespace = self.handle.api, claim["metadata"].get("namespace")
         latest = api.get(CLAIMS, claim["metadata"]["name"], namespace)
         if allocation is not None and DELETE_PROTECTION_FINALIZER not in (latest["metadata"].get("finalizers") or ()):
             latest = clone(latest)
             latest["metadata"]["finalizers"] = [*(latest["metadata"].get("finalizers") or ()),
                                                 DELETE_PROTECTION_FINALIZER]
-            latest = api.update(CLAIMS, latest, namespace, manager=MANAGER)
+            latest = api.update(CLAIMS, latest, namespace, manager=MANAGER, typed=True)
         if is_reserved_for(pod.pod, latest) and allocation is None:
             return
         latest = clone(latest)
@@ -233,4 +284,4 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             status["allocation"] = {**allocation, "allocationTimestamp": rfc3339(self.handle.clock())}
         if not is_reserved_for(pod.pod, latest):
             status["reservedFor"] = [*(status.get("reservedFor") or ()), pod_reference(pod.pod)]
-        api.update(CLAIMS, latest, namespace, subresource="status", manager=MANAGER)
+        api.update(CLAIMS, latest, namespace, subresource="status", manager=MANAGER, typed=True)
