@@ -33,7 +33,7 @@ def latency_figure(*, model: str = "H200", request_ms: float | None = None, duty
     exclusive = latency.expected_latency("exclusive", request_ms=request_ms, model=model)
     mig = latency.expected_latency("mig", request_ms=request_ms, mig_profile=profile, model=model)
 
-    fig = _notebook_figure_class()(figsize=(7.5, 4.2), layout="constrained")
+    fig = notebook_figure_class()(figsize=(7.5, 4.2), layout="constrained")
     ax = fig.add_subplot()
     ax.plot(neighbours, [r["p99_ms"] for r in shared], "-", color="tab:red", label="time-slicing p99 (model)")
     ax.plot(neighbours, [r["p50_ms"] for r in shared], "--", color="tab:red", label="time-slicing p50 (model)")
@@ -56,7 +56,7 @@ def latency_figure(*, model: str = "H200", request_ms: float | None = None, duty
 
 
 @cache
-def _notebook_figure_class():
+def notebook_figure_class():
     """A matplotlib Figure that IPython displays as a PNG (a plain Figure prints as ``<Figure size ...>``
     unless ``%matplotlib inline`` registered a formatter for it)."""
     from matplotlib.figure import Figure
