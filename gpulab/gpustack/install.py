@@ -21,8 +21,8 @@ operator never starts there.
 The CRDs are all the chart's: ``clusterpolicies`` and ``nvidiadrivers`` of
 nvidia.com, and the sub-chart's ``nodefeatures``, ``nodefeaturerules`` and
 ``nodefeaturegroups`` of nfd.k8s-sigs.io, with NVIDIA's complete schemas
-(:func:`.chart.operator_crds`). Not rendered: RBAC objects, and NodeFeature
-objects (the emulated nfd-worker labels nodes directly).
+(:func:`.chart.operator_crds`). Not rendered: RBAC objects. The NodeFeature
+objects are nfd-worker's, created once its pods run (:mod:`.nfd`).
 """
 from __future__ import annotations
 
