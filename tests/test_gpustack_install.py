@@ -335,5 +335,17 @@ def test_uninstall_removes_capacity_and_labels(cluster, installed):
     assert cluster.kubectl("get", "clusterpolicy", check=False).stdout == ""
     # The NodeFeatures go with their owners, the worker DaemonSet and its pods (the garbage collector).
     wait_for(lambda: nodefeatures(cluster) == {}, what="the NodeFeatures to be collected")
+    # The prune ran as the chart's post-delete hook Job, which completed and was then deleted (hook-succeeded).
+    prune = "gpu-operator-node-feature-discovery-prune"
+    events = cluster.kubectl("get", "events", "-n", "gpu-operator", "--field-selector",
+                             f"involvedObject.kind=Job,involvedObject.name={prune}",
+                             "-o", "custom-columns=REASON:.reason,MESSAGE:.message", "--no-headers").stdout
+    created, completed = [line.split(None, 1) for line in events.splitlines()]
+    assert created[0] == "SuccessfulCreate" and created[1].startswith(f"Created pod: {prune}-"), events
+    assert completed == ["Completed", "Job completed"], events
+    for kind in ("job", "serviceaccount"):
+        assert cluster.kubectl("get", kind, "-n", "gpu-operator", prune, check=False).returncode == 1
+    for kind in ("clusterrole", "clusterrolebinding"):
+        assert cluster.kubectl("get", kind, prune, check=False).returncode == 1
     missing = cluster.gpulab("uninstall", "gpu-operator", check=False)
     assert missing.stderr.strip() == "Error: uninstall: Release not loaded: gpu-operator: release: not found"

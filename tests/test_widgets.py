@@ -206,12 +206,14 @@ def gpu_cluster(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dcgm-widgets")
     (tmp / "topology.yaml").write_text(GPU_TOPOLOGY)
     c = start_cluster(tmp, topology=tmp / "topology.yaml")
-    c.gpulab("install", "gpu-operator", timeout=180)
-    wait_for(lambda: c.kubectl("get", "daemonset", "-n", "gpu-operator", "nvidia-dcgm-exporter", "-o",
-                               "jsonpath={.status.numberReady}", check=False).stdout == "2",
-             timeout=180, what="both dcgm-exporters")
-    yield c
-    stop_cluster(c)
+    try:
+        c.gpulab("install", "gpu-operator", timeout=180)
+        wait_for(lambda: c.kubectl("get", "daemonset", "-n", "gpu-operator", "nvidia-dcgm-exporter", "-o",
+                                   "jsonpath={.status.numberReady}", check=False).stdout == "2",
+                 timeout=180, what="both dcgm-exporters")
+        yield c
+    finally:
+        stop_cluster(c)
 
 
 def test_dcgm_readings_read_each_node_through_the_service_proxy(gpu_cluster):

@@ -23,7 +23,7 @@ DEFAULT_PROCESS_TO_SIGNAL = "nvidia-device-plugin"
 POLL_SECONDS = 5
 
 
-def _klog_time(now: float) -> str:
+def klog_time(now: float) -> str:
     """klog's header time, ``MMDD HH:MM:SS.uuuuuu``."""
     stamp = datetime.fromtimestamp(now, tz=timezone.utc)
     return (stamp.strftime("%m%d %H:%M:%S.") + f"{int(round((now % 1) * 1e9)):09d}")[:20]
@@ -54,7 +54,7 @@ def main(process: ContainerProcess) -> Generator[tuple[str, object], None, int]:
     signal = env("SIGNAL") or "1"
     signal_name = "hangup" if signal == "1" else f"signal {signal}"
     oneshot = env("ONESHOT") == "true"
-    at = _klog_time(process.now())
+    at = klog_time(process.now())
     for value, flag in ((env("NODE_NAME"), "node-name"), (directory, "config-file-srcdir"),
                         (env("CONFIG_FILE_DST"), "config-file-dst")):
         if not value:
@@ -70,7 +70,7 @@ def main(process: ContainerProcess) -> Generator[tuple[str, object], None, int]:
             yield ("sleep", POLL_SECONDS)
             new = process.node_label(label_name) or ""
         value = new
-        at = _klog_time(process.now())
+        at = klog_time(process.now())
         yield _klog("I", at, 248, f"Label change detected: {label_name}={value}")
         logged: list[tuple[str, str]] = []
         try:

@@ -22,6 +22,7 @@ emulated hardware is what the node's annotations and ``status.nodeInfo`` say.
 from __future__ import annotations
 
 import re
+from typing import Iterator
 
 from .. import kubeclient
 from .hardware import NVIDIA_PCI_VENDOR_ID
@@ -127,3 +128,17 @@ def node_feature(node: dict, namespace: str, worker_pod: dict) -> dict:
                          "annotations": {WORKER_VERSION_ANNOTATION: worker_version(worker_pod)},
                          "ownerReferences": owners},
             "spec": {"features": node_features(node), "labels": nfd_labels(node)}}
+
+
+def prune_nodes(kube) -> Iterator[str]:
+    """``nfd-master -prune`` (``pkg/nfd-master/nfd-master.go`` ``prune``): from every node, the labels listed in
+    ``nfd.node.kubernetes.io/feature-labels`` and that annotation; yields each node's name before pruning it."""
+    for node in kube.list(kubeclient.NODES).get("items") or []:
+        name = node["metadata"]["name"]
+        yield name
+        listed = (node["metadata"].get("annotations") or {}).get(FEATURE_LABELS_ANNOTATION)
+        if listed is None:
+            continue
+        names = [n if "/" in n else PREFIX + n for n in listed.split(",") if n]
+        kube.patch(kubeclient.NODES, name, {"metadata": {"labels": {n: None for n in names},
+                                                         "annotations": {FEATURE_LABELS_ANNOTATION: None}}})

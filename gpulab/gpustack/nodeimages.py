@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from importlib import resources
 
-from . import configmanager, observe
+from . import configmanager, nfdmaster, observe
 from .allocation import NVIDIA_SMI_PROGRAM
 
-PROGRAMS = {"config-manager": configmanager.main, NVIDIA_SMI_PROGRAM: observe.nvidia_smi}
+PROGRAMS = {"config-manager": configmanager.main, "nfd-master": nfdmaster.main,
+            NVIDIA_SMI_PROGRAM: observe.nvidia_smi}
 
 
 def document() -> str:
