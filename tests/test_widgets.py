@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from functools import partial
 
 import pytest
 
@@ -208,12 +209,21 @@ def gpu_cluster(tmp_path_factory):
     c = start_cluster(tmp, topology=tmp / "topology.yaml")
     try:
         c.gpulab("install", "gpu-operator", timeout=180)
-        wait_for(lambda: c.kubectl("get", "daemonset", "-n", "gpu-operator", "nvidia-dcgm-exporter", "-o",
-                                   "jsonpath={.status.numberReady}", check=False).stdout == "2",
-                 timeout=180, what="both dcgm-exporters")
+        for node in ("gpulab-worker2", "gpulab-worker3"):
+            wait_for(partial(_exporter_reports, c, node), timeout=180, what=f"the dcgm-exporter on {node}")
         yield c
     finally:
         stop_cluster(c)
+
+
+def _exporter_reports(cluster, node: str) -> bool:
+    """Whether the exporter pod on ``node`` serves that node's metrics (its pod proxy, not the widget's path)."""
+    pod = cluster.kubectl("get", "pods", "-n", "gpu-operator", "-l", "app=nvidia-dcgm-exporter", "--field-selector",
+                          f"spec.nodeName={node},status.phase=Running", "-o", "jsonpath={.items[0].metadata.name}",
+                          check=False).stdout
+    metrics = cluster.kubectl("get", "--raw", f"/api/v1/namespaces/gpu-operator/pods/{pod}:9400/proxy/metrics",
+                              check=False) if pod else None
+    return metrics is not None and f'Hostname="{node}"' in metrics.stdout
 
 
 def test_dcgm_readings_read_each_node_through_the_service_proxy(gpu_cluster):
