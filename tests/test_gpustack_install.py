@@ -289,6 +289,41 @@ def test_install_errors_are_helms(cluster, installed):
     assert 'unknown value "drivr.version"' in typo.stderr and 'did you mean "driver.version"?' in typo.stderr
 
 
+def nodefeatures(cluster) -> dict[str, dict]:
+    listed = json.loads(cluster.kubectl("get", "nodefeatures.nfd.k8s-sigs.io", "-n", "gpu-operator", "-o", "json").stdout)
+    return {item["metadata"]["name"]: item for item in listed["items"]}
+
+
+def test_nfd_worker_publishes_one_nodefeature_per_node_and_the_labels_are_its(cluster, installed):
+    workers = json.loads(cluster.kubectl("get", "pods", "-n", "gpu-operator", "-l", "role=worker", "-o", "json").stdout)
+    on = {p["spec"]["nodeName"]: p for p in workers["items"]}
+    assert len(on) == 4
+    published = wait_for(lambda: (lambda found: found if set(found) == set(on) else None)(nodefeatures(cluster)),
+                         what="a NodeFeature for each node with an nfd-worker")
+    h100 = published[H100_NODE]
+    assert h100["metadata"]["labels"] == {"nfd.node.kubernetes.io/node-name": H100_NODE}
+    assert h100["metadata"]["annotations"] == {"nfd.node.kubernetes.io/worker.version": "v0.18.2"}
+    worker = on[H100_NODE]["metadata"]
+    assert h100["metadata"]["ownerReferences"] == [
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "gpu-operator-node-feature-discovery-worker",
+         "uid": worker["ownerReferences"][0]["uid"], "controller": True, "blockOwnerDeletion": False},
+        {"apiVersion": "v1", "kind": "Pod", "name": worker["name"], "uid": worker["uid"]}]
+    features = h100["spec"]["features"]
+    assert features["instances"]["pci.device"]["elements"] == \
+        [{"attributes": {"class": "0302", "vendor": "10de", "device": "2330"}}] * 8
+    assert set(features["attributes"]) == {"kernel.version", "system.osrelease"}
+    assert "pci.device" not in nodefeatures(cluster)["gpulab-worker"]["spec"]["features"]["instances"]
+    for name, feature in published.items():
+        labels = node(cluster, name)["metadata"]["labels"]
+        assert feature["spec"]["labels"] == {k: v for k, v in labels.items()
+                                             if k.startswith("feature.node.kubernetes.io/")}, name
+    assert h100["spec"]["labels"]["feature.node.kubernetes.io/pci-10de.present"] == "true"
+    assert h100["spec"]["labels"]["feature.node.kubernetes.io/kernel-version.full"] == \
+        features["attributes"]["kernel.version"]["elements"]["full"]
+    printed = cluster.kubectl("get", "nodefeatures", "-n", "gpu-operator").stdout.splitlines()
+    assert printed[0].split() == ["NAME", "AGE"] and len(printed) == 5
+
+
 def test_uninstall_removes_capacity_and_labels(cluster, installed):
     wait_for(lambda: allocatable(cluster, H100_NODE) is not None, timeout=90, what="capacity")
     out = cluster.gpulab("uninstall", "gpu-operator", timeout=180)
@@ -298,5 +333,19 @@ def test_uninstall_removes_capacity_and_labels(cluster, installed):
     labels = node(cluster, H100_NODE)["metadata"]["labels"]
     assert "nvidia.com/gpu.product" not in labels and "feature.node.kubernetes.io/pci-10de.present" not in labels
     assert cluster.kubectl("get", "clusterpolicy", check=False).stdout == ""
+    # The NodeFeatures go with their owners, the worker DaemonSet and its pods (the garbage collector).
+    wait_for(lambda: nodefeatures(cluster) == {}, what="the NodeFeatures to be collected")
+    # The prune ran as the chart's post-delete hook Job, which completed and was then deleted (hook-succeeded).
+    prune = "gpu-operator-node-feature-discovery-prune"
+    events = cluster.kubectl("get", "events", "-n", "gpu-operator", "--field-selector",
+                             f"involvedObject.kind=Job,involvedObject.name={prune}",
+                             "-o", "custom-columns=REASON:.reason,MESSAGE:.message", "--no-headers").stdout
+    created, completed = [line.split(None, 1) for line in events.splitlines()]
+    assert created[0] == "SuccessfulCreate" and created[1].startswith(f"Created pod: {prune}-"), events
+    assert completed == ["Completed", "Job completed"], events
+    for kind in ("job", "serviceaccount"):
+        assert cluster.kubectl("get", kind, "-n", "gpu-operator", prune, check=False).returncode == 1
+    for kind in ("clusterrole", "clusterrolebinding"):
+        assert cluster.kubectl("get", kind, prune, check=False).returncode == 1
     missing = cluster.gpulab("uninstall", "gpu-operator", check=False)
     assert missing.stderr.strip() == "Error: uninstall: Release not loaded: gpu-operator: release: not found"

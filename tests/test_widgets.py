@@ -1,8 +1,11 @@
-"""The widgets: Check button, progress panel, cluster map (pure rendering and live watches), latency plot, reset."""
+"""The widgets: Check button, progress panel, cluster map (pure rendering and live watches), latency plot, DCGM
+metrics (read through the service proxy of a cluster with the GPU Operator), reset."""
 from __future__ import annotations
 
+import json
 import re
 import time
+from functools import partial
 
 import pytest
 
@@ -12,6 +15,7 @@ from gpulab.learner import connection
 from gpulab.widgets.cluster_map import ClusterModel, node_cards, render_map
 from gpulab.widgets.latency_plot import figure_png
 from gpulab.widgets.progress_panel import render_progress
+from tests.conftest import start_cluster, stop_cluster, wait_for
 from tests.test_checks_common import eventually
 
 
@@ -215,3 +219,80 @@ def test_widgets_need_an_existing_check_and_lab():
         widgets.check_button("lab09.x")
     with pytest.raises(KeyError, match="no lab 'lab09'"):
         widgets.reset_button("lab09")
+
+
+GPU_TOPOLOGY = """nodes:
+- {name: "{cluster}-control-plane", role: control-plane, cpu: "4", memory: 8Gi,
+   taints: [{key: node-role.kubernetes.io/control-plane, effect: NoSchedule}]}
+- {name: "{cluster}-worker", cpu: "16", memory: 64Gi}
+- {name: "{cluster}-worker2", cpu: "64", memory: 512Gi, gpu: {model: NVIDIA H100 80GB HBM3, count: 2}}
+- {name: "{cluster}-worker3", cpu: "32", memory: 256Gi, gpu: {model: NVIDIA A100-SXM4-40GB, count: 1}}
+"""
+TRAINER = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "plotted-trainer"},
+           "spec": {"nodeSelector": {"kubernetes.io/hostname": "gpulab-worker2"},
+                    "containers": [{"name": "train", "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+                                    "command": ["python", "train.py"], "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+
+
+@pytest.fixture(scope="module")
+def gpu_cluster(tmp_path_factory):
+    """A cluster with the GPU Operator installed: two GPU nodes, so the exporters' Service has two endpoints."""
+    tmp = tmp_path_factory.mktemp("dcgm-widgets")
+    (tmp / "topology.yaml").write_text(GPU_TOPOLOGY)
+    c = start_cluster(tmp, topology=tmp / "topology.yaml")
+    try:
+        c.gpulab("install", "gpu-operator", timeout=180)
+        for node in ("gpulab-worker2", "gpulab-worker3"):
+            wait_for(partial(_exporter_reports, c, node), timeout=180, what=f"the dcgm-exporter on {node}")
+        yield c
+    finally:
+        stop_cluster(c)
+
+
+def _exporter_reports(cluster, node: str) -> bool:
+    """Whether the exporter pod on ``node`` serves that node's metrics (its pod proxy, not the widget's path)."""
+    pod = cluster.kubectl("get", "pods", "-n", "gpu-operator", "-l", "app=nvidia-dcgm-exporter", "--field-selector",
+                          f"spec.nodeName={node},status.phase=Running", "-o", "jsonpath={.items[0].metadata.name}",
+                          check=False).stdout
+    metrics = cluster.kubectl("get", "--raw", f"/api/v1/namespaces/gpu-operator/pods/{pod}:9400/proxy/metrics",
+                              check=False) if pod else None
+    return metrics is not None and f'Hostname="{node}"' in metrics.stdout
+
+
+def test_dcgm_readings_read_each_node_through_the_service_proxy(gpu_cluster):
+    client = gpu_cluster.client()
+    h100 = widgets.dcgm_readings(["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_FREE"], node="gpulab-worker2", client=client)
+    assert repr(h100).splitlines() == ["gpulab-worker2 (NVIDIA H100 80GB HBM3)",
+                                       "GPU   DCGM_FI_DEV_GPU_UTIL   DCGM_FI_DEV_FB_FREE",
+                                       "0     0                      81559",
+                                       "1     0                      81559"]
+    a100 = widgets.dcgm_readings("DCGM_FI_DEV_FB_FREE", node="gpulab-worker3", client=client)
+    assert a100.value("DCGM_FI_DEV_FB_FREE", "0") == 40960
+    with pytest.raises(LookupError, match=r"the dcgm-exporter of node 'gpulab-worker' did not answer in 16 requests "
+                                          r"to the service gpu-operator/nvidia-dcgm-exporter:gpu-metrics \(heard from: "
+                                          r"gpulab-worker2, gpulab-worker3\); is 'gpulab-worker' a GPU node"):
+        widgets.dcgm_readings("DCGM_FI_DEV_GPU_UTIL", node="gpulab-worker", client=client)
+    with pytest.raises(LookupError, match="node gpulab-worker3's dcgm-exporter reports no DCGM_FI_DEV_GPU_UTILISATION "
+                                          r"\(it reports 25 metrics: DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS, "):
+        widgets.dcgm_readings("DCGM_FI_DEV_GPU_UTILISATION", node="gpulab-worker3", client=client)
+
+
+def test_dcgm_plot_follows_a_trainer_from_idle_to_busy(gpu_cluster):
+    client = gpu_cluster.client()
+    with pytest.raises(ValueError, match="must be positive"):
+        widgets.dcgm_plot(node="gpulab-worker2", seconds=0, client=client)
+    plot = widgets.dcgm_plot("DCGM_FI_DEV_GPU_UTIL", node="gpulab-worker2", seconds=120, every=0.5, client=client)
+    try:
+        assert plot.running and plot.series == {"GPU 0": [0.0], "GPU 1": [0.0]}
+        gpu_cluster.kubectl("apply", "-f", "-", input=json.dumps(TRAINER))
+        assert eventually(lambda: 100.0 in plot.series["GPU 0"], timeout=90), plot.series
+    finally:
+        assert plot.stop()
+    assert set(plot.series["GPU 1"]) == {0.0} and len(plot.times) == len(plot.series["GPU 0"]) >= 2
+    assert plot.help == "GPU utilization (in %)."
+    assert re.fullmatch(r"<small>\d+ samples, done; latest: GPU 0: 100, GPU 1: 0</small>", plot.caption.value)
+    lines = {line.get_label(): list(line.get_ydata()) for line in plot.figure().axes[0].get_lines()}
+    assert lines["GPU 0"][0] == 0 and lines["GPU 0"][-1] == 100
+    assert bytes(plot.image.value).startswith(b"\x89PNG")
+    busy = widgets.dcgm_readings("DCGM_FI_DEV_FB_USED", node="gpulab-worker2", pod="plotted-trainer", client=client)
+    assert repr(busy).splitlines()[1:] == ["GPU   DCGM_FI_DEV_FB_USED   POD", "0     24467                 plotted-trainer"]

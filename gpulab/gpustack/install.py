@@ -10,9 +10,14 @@ are ready, and prints the release summary (helm ``pkg/cmd/install.go`` /
 ``cluster-policy`` ClusterPolicy, and the node-feature-discovery sub-chart
 (nfd-master and nfd-gc Deployments, the nfd-worker DaemonSet and its config).
 Uninstall deletes them (CRDs stay, as Helm never deletes ``crds/``) and runs
-the sub-chart's post-delete ``prune`` job, which removes the labels nfd-master
-managed (including GFD's) from every node; the operator's own
-``nvidia.com/gpu.deploy.*`` labels stay, as on a real cluster.
+the sub-chart's post-delete hook (``templates/post-delete-job.yaml``): its
+ServiceAccount, ClusterRole, ClusterRoleBinding and the Job
+``<release>-node-feature-discovery-prune`` running ``nfd-master -prune``, which
+removes the labels nfd-master managed (including GFD's) from every node
+(:mod:`.nfdmaster`); Helm waits for the Job to complete, then deletes the hook's
+objects (``hook-succeeded``). The operator's own ``nvidia.com/gpu.deploy.*``
+labels stay, as on a real cluster. On a cluster with stand-in images the Job's
+container is a one-shot stand-in and the command prunes, as before.
 
 On a cluster whose kubelets really run the pods (kind), the Deployments' and
 the DaemonSet's pods run stand-in images (:mod:`.standins`), so the real
@@ -21,8 +26,8 @@ operator never starts there.
 The CRDs are all the chart's: ``clusterpolicies`` and ``nvidiadrivers`` of
 nvidia.com, and the sub-chart's ``nodefeatures``, ``nodefeaturerules`` and
 ``nodefeaturegroups`` of nfd.k8s-sigs.io, with NVIDIA's complete schemas
-(:func:`.chart.operator_crds`). Not rendered: RBAC objects, and NodeFeature
-objects (the emulated nfd-worker labels nodes directly).
+(:func:`.chart.operator_crds`). Not rendered: RBAC objects. The NodeFeature
+objects are nfd-worker's, created once its pods run (:mod:`.nfd`).
 """
 from __future__ import annotations
 
@@ -48,6 +53,9 @@ DEFAULT_NAMESPACE = "gpu-operator"
 NFD_IMAGE = "registry.k8s.io/nfd/node-feature-discovery"
 # The node-feature-discovery sub-chart each gpu-operator chart pins (Chart.yaml dependencies).
 NFD_VERSIONS = {"v25.10.1": "v0.18.2", "v26.3.3": "v0.18.3"}
+CLUSTERROLES = kubeclient.Resource("rbac.authorization.k8s.io/v1", "clusterroles", namespaced=False)
+CLUSTERROLEBINDINGS = kubeclient.Resource("rbac.authorization.k8s.io/v1", "clusterrolebindings", namespaced=False)
+POST_DELETE_HOOK = {"helm.sh/hook": "post-delete", "helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded"}
 CHART_DESCRIPTION = "NVIDIA GPU Operator creates/configures/manages GPUs atop Kubernetes"
 WAIT_POLL_SECONDS = 0.25   # helm polls every 2 s; how often is invisible but for the wait, which teaches nothing
 
@@ -389,7 +397,14 @@ def uninstall(kube: kubeclient.Kube, *, release: str = DEFAULT_RELEASE, namespac
         kube.delete(resource, obj["metadata"]["name"], namespace if resource.namespaced else None,
                     propagation="Background")
     _wait_for_pods_to_stop(kube, namespace, release, timeout)
-    prune_nfd_labels(kube, on_prune)
+    hooks = prune_hook(previous.version, release, namespace)
+    if standins.uses_stand_ins(kube):
+        hooks = [(r, standins.stand_in_workload(o, {"nfd-master": "pruned by gpulab uninstall"}) if r == kubeclient.JOBS
+                  else o) for r, o in hooks]
+        for name in nfd.prune_nodes(kube):
+            if on_prune:
+                on_prune(name)
+    run_hooks(kube, hooks, namespace, timeout)
     listed = kube.list(kubeclient.SECRETS, namespace, label_selector=f"owner=helm,name={release}")
     for secret in listed.get("items") or []:
         kube.delete(kubeclient.SECRETS, secret["metadata"]["name"], namespace)
@@ -407,19 +422,64 @@ def _wait_for_pods_to_stop(kube: kubeclient.Kube, namespace: str, release: str, 
         time.sleep(0.5)
 
 
-def prune_nfd_labels(kube: kubeclient.Kube, on_prune: Callable[[str], None] | None = None) -> None:
-    """``nfd-master -prune``: remove every label listed in ``nfd.node.kubernetes.io/feature-labels``."""
-    for node in kube.list(kubeclient.NODES).get("items") or []:
-        notes = node["metadata"].get("annotations") or {}
-        listed = notes.get(nfd.FEATURE_LABELS_ANNOTATION)
-        if listed is None:
-            continue
-        names = [n if "/" in n else nfd.PREFIX + n for n in listed.split(",") if n]
-        patch = {"metadata": {"labels": {n: None for n in names},
-                              "annotations": {nfd.FEATURE_LABELS_ANNOTATION: None}}}
-        kube.patch(kubeclient.NODES, node["metadata"]["name"], patch)
-        if on_prune:
-            on_prune(node["metadata"]["name"])
+def prune_hook(version: str, release: str, namespace: str) -> list[tuple[kubeclient.Resource, dict]]:
+    """The NFD sub-chart's post-delete hook objects (``postDeleteCleanup``), in Helm's install order."""
+    nfd_version = NFD_VERSIONS[version]
+    name = f"{release}-node-feature-discovery-prune"
+    labels = _nfd_labels(release, nfd_version)
+
+    def meta(namespaced: bool) -> dict:
+        out = {"name": name, "labels": dict(labels), "annotations": dict(POST_DELETE_HOOK)}
+        return {**out, "namespace": namespace} if namespaced else out
+
+    return [
+        (kubeclient.SERVICEACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(True)}),
+        (CLUSTERROLES, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta(False),
+                        "rules": [{"apiGroups": [""], "resources": ["nodes", "nodes/status"],
+                                   "verbs": ["get", "patch", "update", "list"]}]}),
+        (CLUSTERROLEBINDINGS, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                               "metadata": meta(False),
+                               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                               "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]}),
+        (kubeclient.JOBS, {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta(True), "spec": {"template": {
+            "metadata": {"labels": {**labels, "role": "prune"}},
+            "spec": {"serviceAccountName": name,
+                     "containers": [{"name": "nfd-master", "image": f"{NFD_IMAGE}:{nfd_version}",
+                                     "imagePullPolicy": "IfNotPresent", "command": ["nfd-master"], "args": ["-prune"]}],
+                     "restartPolicy": "Never", "affinity": _PREFER_CONTROL_PLANE,
+                     "tolerations": [_CONTROL_PLANE_TOLERATION]}}}}),
+    ]
+
+
+def run_hooks(kube: kubeclient.Kube, hooks: list[tuple[kubeclient.Resource, dict]], namespace: str,
+              timeout: float) -> None:
+    """Helm's ``execHook``: delete what is left of an earlier run (``before-hook-creation``), create each object,
+    wait for a Job to complete, then delete them all (``hook-succeeded``)."""
+    def where(resource: kubeclient.Resource) -> str | None:
+        return namespace if resource.namespaced else None
+
+    for resource, obj in hooks:
+        kube.delete(resource, obj["metadata"]["name"], where(resource), propagation="Background")
+    for resource, obj in hooks:
+        kube.create(resource, obj, where(resource))
+        if resource == kubeclient.JOBS:
+            _wait_for_job(kube, obj["metadata"]["name"], namespace, timeout)
+    for resource, obj in hooks:
+        kube.delete(resource, obj["metadata"]["name"], where(resource), propagation="Background")
+
+
+def _wait_for_job(kube: kubeclient.Kube, name: str, namespace: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = kube.try_get(kubeclient.JOBS, name, namespace) or {}
+        for condition in (job.get("status") or {}).get("conditions") or []:
+            if condition.get("type") == "Complete" and condition.get("status") == "True":
+                return
+            if condition.get("type") == "Failed" and condition.get("status") == "True":
+                raise InstallError(f"uninstallation completed with 1 error(s): job {name} failed: "
+                                   f"{condition.get('reason', '')}")
+        time.sleep(0.25)
+    raise InstallError(f"uninstallation completed with 1 error(s): job {name}: timed out waiting for the condition")
 
 
 def summary(rel: Release) -> str:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from importlib import resources
 
-from . import configmanager, cudaworkload, mpsdaemon, observe
+from . import configmanager, cudaworkload, mpsdaemon, nfdmaster, observe
 from .allocation import NVIDIA_SMI_PROGRAM
 
-PROGRAMS = {"config-manager": configmanager.main, "mps-control-daemon": mpsdaemon.main,
+PROGRAMS = {"config-manager": configmanager.main, "mps-control-daemon": mpsdaemon.main, "nfd-master": nfdmaster.main,
             NVIDIA_SMI_PROGRAM: observe.nvidia_smi, **{name: cudaworkload.main for name in cudaworkload.PROGRAMS}}
 
 

@@ -50,6 +50,12 @@ def attached() -> bool:
         return _stack is not None
 
 
+def stack_client():
+    """The API client of the GPU stack running in this process (for its native programs), or None."""
+    with _lock:
+        return getattr(_stack, "kube", None)
+
+
 def usage_of(node_name: str) -> tuple[NodeUsage | None, dict | None]:
     with _lock:
         stack = _stack

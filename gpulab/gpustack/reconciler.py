@@ -6,7 +6,8 @@ pod is running, as the real ones do:
 * the operator (its ``gpu-operator`` Deployment's pod): ClusterPolicy status,
   operand DaemonSets and per-node ``nvidia.com/gpu.deploy.*`` labels
   (:mod:`.operator`, :mod:`.operands`), the driver upgrade controller (:mod:`.upgrades`);
-* nfd-worker: ``feature.node.kubernetes.io/*`` labels (:mod:`.nfd`);
+* nfd-worker and nfd-master: the node's ``NodeFeature``, and the ``feature.node.kubernetes.io/*`` labels
+  nfd-master takes from it (:mod:`.nfd`);
 * the driver pod: which driver the node runs;
 * GFD: ``nvidia.com/*`` labels (:mod:`.gfd`);
 * the device plugin: capacity, allocatable, device allocation for each GPU pod
@@ -94,6 +95,8 @@ class GpuStack:
         self.configmaps = Informer(kube, kubeclient.CONFIGMAPS, self._on_configmap, namespace=namespace, stop=self.stop)
         self.daemonsets = Informer(kube, kubeclient.DAEMONSETS, self._on_daemonset, namespace=namespace, stop=self.stop)
         self.claims = Informer(kube, RESOURCECLAIMS, self._on_claim, stop=self.stop)
+        self.nodefeatures = Informer(kube, nfd.NODEFEATURES, self._on_nodefeature, namespace=namespace,
+                                     stop=self.stop)
         self.dra_plugin = KubeletPlugin(kube)
         self._loaded_configs: dict[str, tuple[str | None, LoadedConfig]] = {}   # plugin/GFD pod uid -> (label, config)
         self._endpoints: dict[str, dict[str, dict]] = {}                         # node -> resource -> endpoint
@@ -144,6 +147,9 @@ class GpuStack:
         if node:
             self.queue.add(("node", node))
 
+    def _on_nodefeature(self, kind: str, feature: dict, old: dict | None) -> None:
+        self.queue.add(("node", meta(feature)["name"]))
+
     def _on_configmap(self, kind: str, cm: dict, old: dict | None) -> None:
         self._all_nodes()
 
@@ -158,7 +164,8 @@ class GpuStack:
     def run(self) -> None:
         while not self.stop.is_set() and not self._hold_lease():
             self.stop.wait(LEASE_SECONDS / 9 if self._unreachable_since else LEASE_SECONDS / 3)
-        for informer in (self.nodes, self.pods, self.configmaps, self.daemonsets, self.policies, self.claims):
+        for informer in (self.nodes, self.pods, self.configmaps, self.daemonsets, self.policies, self.claims,
+                         self.nodefeatures):
             informer.start()
         for informer in (self.nodes, self.pods, self.configmaps, self.daemonsets):
             informer.synced.wait(30)
@@ -281,7 +288,7 @@ class GpuStack:
                    for n in filter(None, notes.get(nfd.FEATURE_LABELS_ANNOTATION, "").split(","))}
 
         if NFD_WORKER in operands:
-            fresh = nfd.nfd_labels(node)
+            fresh = self._publish_node_feature(node, operands[NFD_WORKER])
             for stale in [k for k in managed if k.startswith(nfd.PREFIX) and k not in fresh]:
                 labels.pop(stale, None)
                 managed.discard(stale)
@@ -335,6 +342,27 @@ class GpuStack:
             self._allocate(name, gpus, layout, devices, loaded, pods_here, driver_version)
         if gpus and operator_active and driver_version:
             self._validate(name, node, pods_here, gpus, layout, spec)
+
+    def _publish_node_feature(self, node: dict, worker: dict) -> dict[str, str]:
+        """nfd-worker creates or updates the node's NodeFeature (only when it changed); nfd-master labels the node
+        with the object's ``spec.labels``, which are returned."""
+        desired = nfd.node_feature(node, self.namespace, worker)
+        name = meta(node)["name"]
+        current = self.nodefeatures.get(name, self.namespace)
+        if current is None:
+            try:
+                current = self.kube.create(nfd.NODEFEATURES, desired, self.namespace)
+            except ApiException as exc:
+                if exc.status != 409:      # the cache has not seen it yet
+                    raise
+                current = self.kube.get(nfd.NODEFEATURES, name, self.namespace)
+        owned = ("labels", "annotations", "ownerReferences")
+        if current.get("spec") != desired["spec"] or any(meta(current).get(k) != desired["metadata"][k]
+                                                         for k in owned):
+            body = {**current, "metadata": {**meta(current), **{k: desired["metadata"][k] for k in owned}},
+                    "spec": desired["spec"]}
+            current = self.kube.update(nfd.NODEFEATURES, body)
+        return dict((current.get("spec") or {}).get("labels") or {})
 
     def _write_node(self, node: dict, labels: dict[str, str], notes: dict[str, str]) -> None:
         current = meta(node)

@@ -44,7 +44,7 @@ def latency_figure(*, model: str = "H200", request_ms: float | None = None, duty
     neighbours = list(range(max_neighbours + 1))
     common = {"duty": duty, "request_ms": request_ms, "model": model}
 
-    fig = _notebook_figure_class()(figsize=(7.5, 4.2), layout="constrained")
+    fig = notebook_figure_class()(figsize=(7.5, 4.2), layout="constrained")
     ax = fig.add_subplot()
     if "time-slicing" in modes:
         shared = [latency.expected_latency("time-slicing", neighbours=k, **common) for k in neighbours]
@@ -96,7 +96,7 @@ def mps_curve_basis():
 
 
 @cache
-def _notebook_figure_class():
+def notebook_figure_class():
     """A matplotlib Figure that IPython displays as a PNG (a plain Figure prints as ``<Figure size ...>``
     unless ``%matplotlib inline`` registered a formatter for it)."""
     from matplotlib.figure import Figure
