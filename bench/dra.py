@@ -16,6 +16,7 @@ Run ``python -m bench dra`` (or ``make bench``); results go to ``bench/results/d
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import platform
 import sys
@@ -57,6 +58,9 @@ def _pod(name: str, **spec) -> dict:
 
 
 def _schedule(scheduler: ProfileScheduler) -> tuple[int, float]:
+    gc.collect()
+    gc.freeze()  # the collector as the cluster's server sets it (gpulab/cluster/serve.py), as bench/scheduler.py does
+    gc.set_threshold(20_000, 50, 50)
     attempts, start = 0, time.perf_counter()
     while scheduler.schedule_next():
         attempts += 1
