@@ -51,6 +51,26 @@ def test_the_lease_is_the_frequent_heartbeat_and_status_is_written_only_on_chang
     run(body)
 
 
+def test_a_ready_condition_another_component_set_unknown_is_put_right_at_the_next_update():
+    """tryUpdateNodeStatus compares with the node as the API has it, not with what the kubelet last wrote."""
+    def ready(h) -> tuple:
+        cond = next(c for c in h.api.get("nodes", "worker")["status"]["conditions"] if c["type"] == "Ready")
+        return cond["status"], cond["reason"]
+
+    async def body(h):
+        await h.until(lambda: any(r == "NodeReady" for _, r, _ in node_events(h)), what="NodeReady")
+        status = h.api.get("nodes", "worker")["status"]
+        status["conditions"] = [dict(c, status="Unknown", reason="NodeStatusUnknown",
+                                     message="Kubelet stopped posting node status.") if c["type"] == "Ready" else c
+                                for c in status["conditions"]]
+        h.api.update("nodes", {"metadata": {"name": "worker"}, "status": status}, subresource="status",
+                     manager="node-controller")
+        assert ready(h) == ("Unknown", "NodeStatusUnknown")
+        await h.until(lambda: ready(h) == ("True", "KubeletReady"), what="Ready again")
+        assert node_events(h)[-1] == ("Normal", "NodeReady", "Node worker status is now: NodeReady")
+    run(body, scale=0.05)    # the 5 min report interval (15 s here) is longer than the wait: the next update fixes it
+
+
 def test_status_images_lists_pulled_images_and_keeps_extended_resources():
     async def body(h):
         await h.until(lambda: h.api.get("nodes", "worker")["status"].get("images"), what="the first node status")

@@ -117,6 +117,10 @@ class Kubelet:
             self._by_node.setdefault(node, set()).add(uid)
             if adopt:
                 worker.adopt()
+        elif old is not None and (old.get("status") or {}) != (pod.get("status") or {}):
+            # Another component wrote the status (the node controller's Ready=False on a node it found silent):
+            # the status manager reconciles the API's status with its own (status_manager.go needsReconcile).
+            self.mark_dirty(self.workers[uid])
         self._enqueue(uid)
 
     # --- the work queue ------------------------------------------------------------
