@@ -71,6 +71,26 @@ def test_a_ready_condition_another_component_set_unknown_is_put_right_at_the_nex
     run(body, scale=0.05)    # the 5 min report interval (15 s here) is longer than the wait: the next update fixes it
 
 
+def test_a_heartbeat_that_fails_once_does_not_end_the_heartbeats():
+    """One renewal that raises (here a watcher of Leases failing in the write) waits for the next period."""
+    def renewed(h) -> str:
+        return h.api.get("leases.coordination.k8s.io", "worker", "kube-node-lease")["spec"]["renewTime"]
+
+    async def body(h):
+        await h.until(lambda: any(r == "NodeReady" for _, r, _ in node_events(h)), what="NodeReady")
+        failures = [1]
+
+        def failing_watcher(event_type, lease, old):
+            if failures:
+                failures.pop()
+                raise RuntimeError("a watcher failed")
+        h.api.subscribe("leases.coordination.k8s.io", failing_watcher)
+        await h.until(lambda: not failures, what="the failed renewal")
+        after_failure = renewed(h)
+        await h.until(lambda: renewed(h) > after_failure, what="renewals going on")
+    run(body)
+
+
 def test_status_images_lists_pulled_images_and_keeps_extended_resources():
     async def body(h):
         await h.until(lambda: h.api.get("nodes", "worker")["status"].get("images"), what="the first node status")

@@ -180,13 +180,15 @@ class Kubelet:
                 self._drop_timer(uid)
 
     def _node_tick(self, name: str) -> None:
+        """Renew the Lease and sync the node status; the next tick is armed first, so a step that fails does not
+        end the heartbeat (the kubelet's loops are wait.Until: an error waits for the next period)."""
         agent = self.agents.get(name)
         if agent is None:
             return
-        agent.renew_lease()
-        agent.sync_status()
         self._node_timers[name] = self._call_later(self.timings.lease_renew, self._submit, ("tick", name),
                                                    lambda: self._node_tick(name))
+        agent.renew_lease()
+        agent.sync_status()
 
     # --- pods ---------------------------------------------------------------------
     def workers_on(self, node: str) -> list[PodWorker]:
