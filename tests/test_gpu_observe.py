@@ -80,6 +80,10 @@ def node_labels(cluster, name: str) -> dict:
     return json.loads(cluster.kubectl("get", "node", name, "-o", "json").stdout)["metadata"]["labels"]
 
 
+def node_allocatable(cluster, name: str) -> dict:
+    return json.loads(cluster.kubectl("get", "node", name, "-o", "json").stdout)["status"].get("allocatable") or {}
+
+
 def samples(text: str) -> list[tuple[str, dict, str]]:
     out = []
     for line in text.splitlines():
@@ -240,8 +244,11 @@ def test_time_sliced_replicas_share_one_gpu(cluster):
 def test_a_mig_slice_has_its_own_memory_and_instance_labels(cluster):
     cluster.kubectl("delete", "pod", "trainer", "sleeper", "--ignore-not-found", "--grace-period=1", timeout=120)
     cluster.kubectl("label", "node", H100, "nvidia.com/mig.config=all-1g.10gb", "--overwrite")
-    wait_for(lambda: node_labels(cluster, H100).get("nvidia.com/mig.config.state") in ("success", "failed"),
-             timeout=300, what="all-1g.10gb")
+    # Until the MIG manager reacts, the state label still reads the previous config's "success": wait for what the
+    # new layout gives, its 14 slices advertised by the restarted device plugin (or the manager's "failed").
+    wait_for(lambda: node_allocatable(cluster, H100).get("nvidia.com/mig-1g.10gb") == "14"
+             or node_labels(cluster, H100).get("nvidia.com/mig.config.state") == "failed",
+             timeout=300, what="all-1g.10gb applied and its slices advertised")
     assert node_labels(cluster, H100).get("nvidia.com/mig.config.state") == "success", \
         cluster.kubectl("get", "events", "-A", "--field-selector", f"involvedObject.name={H100}").stdout
     wait_for(lambda: exporter_pod(cluster, H100), timeout=180, what="the exporter back")

@@ -7,6 +7,7 @@ client speaks ``v4.channel.k8s.io``. Upstream sources: docs/fidelity.md#streamin
 """
 from __future__ import annotations
 
+import gzip
 import http.client
 import json
 import re
@@ -219,6 +220,45 @@ def test_exec_through_the_official_client(pods):
     ws.run_forever(timeout=10)
     assert json.loads(ws.read_channel(3))["message"] == ("command terminated with non-zero exit code: error executing "
                                                          "command [sh -c exit 2], exit code 2")
+
+
+def test_exec_passes_binary_output_and_input_unchanged(pods):
+    """A gzip stream written by a program in the container (the client's own e2e test_pod_apis pipes into gzip)."""
+    from kubernetes import client
+    from kubernetes.stream import stream
+
+    packed = subprocess.run([KUBECTL, "exec", "box", "--", "sh", "-c", 'echo -n "This is a test string" | gzip'],
+                            capture_output=True, env=pods.env(), timeout=60).stdout
+    assert gzip.decompress(packed) == b"This is a test string"
+    v1 = client.CoreV1Api(pods.client())
+    out = stream(v1.connect_get_namespaced_pod_exec, "box", "default", command=["sh", "-c", "seq 1 500 | gzip -9"],
+                 stderr=False, stdin=False, stdout=True, tty=False, binary=True)
+    assert gzip.decompress(out) == "".join(f"{i}\n" for i in range(1, 501)).encode()
+    noise = bytes(range(256)) * 4
+    proc = subprocess.run([KUBECTL, "exec", "-i", "box", "--", "gunzip"], input=gzip.compress(noise),
+                          capture_output=True, env=pods.env(), timeout=60)
+    assert (proc.returncode, proc.stdout) == (0, noise)
+
+
+def test_exec_gzip_files_and_its_errors(pods):
+    script = "mkdir /tmp/gz; echo kept > /tmp/gz/z; gzip /tmp/gz/z; ls /tmp/gz; zcat /tmp/gz/z.gz; gunzip /tmp/gz/z.gz; " \
+             "ls /tmp/gz; cat /tmp/gz/z"
+    assert run(pods, "exec", "box", "--", "sh", "-c", script).stdout == "z.gz\nkept\nz\nkept\n"
+    proc = run(pods, "exec", "box", "--", "sh", "-c", "echo plain | gunzip")
+    assert (proc.returncode, proc.stderr) == (1, "gunzip: invalid magic\ncommand terminated with exit code 1\n")
+    proc = run(pods, "exec", "box", "--", "gzip", "/tmp/absent")
+    assert proc.stderr == "gzip: can't open '/tmp/absent': No such file or directory\n" \
+                          "command terminated with exit code 1\n"
+
+
+def test_exec_uptime_is_busybox_s_line(pods):
+    from kubernetes import client
+    from kubernetes.stream import stream
+
+    out = stream(client.CoreV1Api(pods.client()).connect_post_namespaced_pod_exec, "box", "default",
+                 command=["uptime"], stderr=False, stdin=False, stdout=True, tty=False)
+    assert re.fullmatch(r" \d\d:\d\d:\d\d up (\d+ min|[ \d]\d:\d\d),  0 users,  load average: 0\.00, 0\.00, 0\.00\n",
+                        out), out
 
 
 def test_exec_interactive_shell_on_a_tty(pods):

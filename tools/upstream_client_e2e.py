@@ -39,9 +39,15 @@ def extract(source: Path, into: Path) -> None:
         for suite in SUITES:
             shutil.copytree(source / suite, into / suite)
         return
-    archive = subprocess.run(["git", "--git-dir", str(source), "archive", "HEAD", *SUITES], check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    # File by file rather than ``git archive``: a mirror may lack blobs elsewhere in the tree (its largest
+    # files), and ``git archive`` stops at the first one it cannot read even when a pathspec leaves it out.
+    git = ["git", "--git-dir", str(source)]
+    names = subprocess.run([*git, "ls-tree", "-r", "--name-only", "HEAD", *SUITES], check=True, capture_output=True,
+                           text=True).stdout.split()
+    for name in names:
+        target = into / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(subprocess.run([*git, "show", f"HEAD:{name}"], check=True, capture_output=True).stdout)
 
 
 def run_file(root: Path, path: str, env: dict, timeout: float) -> dict[str, str]:

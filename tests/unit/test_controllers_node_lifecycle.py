@@ -1,6 +1,8 @@
 """Node lifecycle: registration events, cordon taints, heartbeats and leases, not-ready and unreachable taints."""
 from __future__ import annotations
 
+from unittest.mock import patch
+
 from controller_sim import SimCluster, simulated
 
 from gpulab.cluster.controllers.node_lifecycle import NodeLifecycleController
@@ -126,3 +128,29 @@ async def test_kubelet_reporting_not_ready_gets_not_ready_taints(sim):
     assert sorted(taints(sim, "node-a")) == [("node.kubernetes.io/not-ready", "NoExecute"),
                                              ("node.kubernetes.io/not-ready", "NoSchedule")]
     assert not [e for e in sim.events(kind="Node") if e[0] == "NodeNotReady"]  # the kubelet reports that one
+
+
+@simulated
+async def test_a_stall_of_the_whole_process_is_not_taken_for_silent_nodes(sim):
+    """The node agents live in the controller's process: while it stood still (the process's own clock moved as
+    far as the cluster's) they could not renew, unlike upstream's separate kubelets. Silence after that counts."""
+    from gpulab.cluster.controllers import node_lifecycle
+
+    process_clock = [1000.0]
+    with patch.object(node_lifecycle.time, "monotonic", lambda: process_clock[0]):
+        await _stall_then_silence(sim, process_clock)
+
+
+async def _stall_then_silence(sim, process_clock: list[float]) -> None:
+    await start(sim)
+    sim.advance(56)
+    process_clock[0] += 56
+    sim.resync()   # the first pass after the stall, before any node agent has run again
+    await sim.settle()
+    assert [c["status"] for c in sim.api.get("nodes", "node-a")["status"]["conditions"]] == ["True"]
+    assert taints(sim, "node-a") == [] and not sim.events(kind="Pod")
+    sim.advance(51)   # then the nodes do go silent, with the process running its passes on time
+    process_clock[0] += 5
+    sim.resync()
+    await sim.settle()
+    assert ("node.kubernetes.io/unreachable", "NoSchedule") in taints(sim, "node-a")

@@ -51,6 +51,46 @@ def test_the_lease_is_the_frequent_heartbeat_and_status_is_written_only_on_chang
     run(body)
 
 
+def test_a_ready_condition_another_component_set_unknown_is_put_right_at_the_next_update():
+    """tryUpdateNodeStatus compares with the node as the API has it, not with what the kubelet last wrote."""
+    def ready(h) -> tuple:
+        cond = next(c for c in h.api.get("nodes", "worker")["status"]["conditions"] if c["type"] == "Ready")
+        return cond["status"], cond["reason"]
+
+    async def body(h):
+        await h.until(lambda: any(r == "NodeReady" for _, r, _ in node_events(h)), what="NodeReady")
+        status = h.api.get("nodes", "worker")["status"]
+        status["conditions"] = [dict(c, status="Unknown", reason="NodeStatusUnknown",
+                                     message="Kubelet stopped posting node status.") if c["type"] == "Ready" else c
+                                for c in status["conditions"]]
+        h.api.update("nodes", {"metadata": {"name": "worker"}, "status": status}, subresource="status",
+                     manager="node-controller")
+        assert ready(h) == ("Unknown", "NodeStatusUnknown")
+        await h.until(lambda: ready(h) == ("True", "KubeletReady"), what="Ready again")
+        assert node_events(h)[-1] == ("Normal", "NodeReady", "Node worker status is now: NodeReady")
+    run(body, scale=0.05)    # the 5 min report interval (15 s here) is longer than the wait: the next update fixes it
+
+
+def test_a_heartbeat_that_fails_once_does_not_end_the_heartbeats():
+    """One renewal that raises (here a watcher of Leases failing in the write) waits for the next period."""
+    def renewed(h) -> str:
+        return h.api.get("leases.coordination.k8s.io", "worker", "kube-node-lease")["spec"]["renewTime"]
+
+    async def body(h):
+        await h.until(lambda: any(r == "NodeReady" for _, r, _ in node_events(h)), what="NodeReady")
+        failures = [1]
+
+        def failing_watcher(event_type, lease, old):
+            if failures:
+                failures.pop()
+                raise RuntimeError("a watcher failed")
+        h.api.subscribe("leases.coordination.k8s.io", failing_watcher)
+        await h.until(lambda: not failures, what="the failed renewal")
+        after_failure = renewed(h)
+        await h.until(lambda: renewed(h) > after_failure, what="renewals going on")
+    run(body)
+
+
 def test_status_images_lists_pulled_images_and_keeps_extended_resources():
     async def body(h):
         await h.until(lambda: h.api.get("nodes", "worker")["status"].get("images"), what="the first node status")

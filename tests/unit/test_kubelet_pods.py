@@ -306,6 +306,22 @@ def test_a_terminal_phase_written_by_another_component_kills_the_containers():
     run(body)
 
 
+def test_a_ready_condition_another_component_cleared_is_put_back():
+    """The node controller marks a silent node's pods not ready; the kubelet's status manager, finding the API's
+    status differs from its own, writes its own again (status_manager.go needsReconcile)."""
+    async def body(h):
+        h.pod("web", [container("nginx", "nginx:1.27")])
+        pod = await h.until(lambda: (p := h.get("web")) and p["status"].get("phase") == "Running"
+                            and conditions(p)["Ready"][0] == "True" and p)
+        status = dict(pod["status"], conditions=[dict(c, status="False") if c["type"] == "Ready" else c
+                                                 for c in pod["status"]["conditions"]])
+        h.api.update("pods", {"metadata": {"name": "web", "namespace": "default"}, "status": status}, "default",
+                     subresource="status", manager="node-controller")
+        assert conditions(h.get("web"))["Ready"][0] == "False"
+        await h.until(lambda: conditions(h.get("web"))["Ready"][0] == "True", what="Ready put back")
+    run(body)
+
+
 def test_a_restarted_node_agent_takes_its_running_pods_over():
     async def body(h):
         h.pod("steady", [container(**shell("echo a; sleep 1; echo b; sleep 3600"))])

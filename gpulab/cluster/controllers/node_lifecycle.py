@@ -22,9 +22,18 @@ As upstream, health and NoExecute taints are judged by a pass over every node
 each ``--node-monitor-period`` (5 s), so a node that is NotReady for a moment
 while its kubelet starts gets the NoSchedule taint (applied on every node
 change) but rarely the NoExecute one.
+
+One difference follows from running in one process with the node agents: when
+that process stands still (a starved machine), the node agents cannot renew
+their Leases either, and the first pass after it would find every node silent.
+Upstream's kubelets are separate processes that keep renewing while the
+controller manager is stalled, so a pass that comes late by more than a period
+of the process's own time (``time.monotonic``) moves every node's last probe
+forward by the delay: silence is counted only while the controller itself ran.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from ..errors import ApiError
@@ -85,6 +94,7 @@ class NodeLifecycleController(Controller):
         self.monitor_period = monitor_period
         self._known: dict[str, str] = {}  # name -> uid
         self._health: dict[str, _Health] = {}
+        self._last_pass: float | None = None  # time.monotonic() of the previous health pass
 
     def keys_for(self, key: str, obj: dict):
         return [obj["metadata"]["name"]]
@@ -101,8 +111,18 @@ class NodeLifecycleController(Controller):
             self._taint_by_conditions(node)
         return None
 
+    def _forgive_stall(self) -> None:
+        """Move every probe forward by how late this pass is: the node agents were stopped as long."""
+        now = time.monotonic()
+        late = 0.0 if self._last_pass is None else now - self._last_pass - self.monitor_period
+        self._last_pass = now
+        if late > self.monitor_period:
+            for health in self._health.values():
+                health.probe += late
+
     def _monitor(self) -> None:
         """monitorNodeHealth: registration events, health, NoExecute taints and NodeNotReady."""
+        self._forgive_stall()
         nodes = self.api.store.list("nodes")
         present = {n["metadata"]["name"] for n in nodes}
         for name in [n for n in self._known if n not in present]:

@@ -13,6 +13,7 @@ import asyncio
 from typing import Callable
 
 from .process import Process
+from .shell.octets import to_bytes, to_text
 from .tty import onlcr
 
 _POLL = 0.1
@@ -30,12 +31,12 @@ class AttachSession:
 
     def _on_output(self, text: str) -> None:
         if text:
-            self.output.put_nowait((1, (onlcr(text) if self.tty else text).encode()))
+            self.output.put_nowait((1, to_bytes(onlcr(text) if self.tty else text)))
 
     def write_stdin(self, data: bytes) -> None:
         if not self.takes_stdin:
             return
-        text = data.decode(errors="replace")
+        text = to_text(data)
         if self.process.terminal is not None:
             self.process.terminal.input(text)
         else:

@@ -26,6 +26,7 @@ from ..auth.tokens import API_AUDIENCES, Binding
 from ..quantity import parse_quantity
 from .images import Image
 from .shell import FileSystem
+from .shell.octets import to_text
 
 CLUSTER_DOMAIN = "cluster.local"
 CLUSTER_DNS = "10.96.0.10"   # kind's kube-dns Service
@@ -115,8 +116,8 @@ def _config_data(api: Api, kind: str, namespace: str, name: str, optional: bool)
         raise ContainerConfigError(f'{"configmap" if kind == "ConfigMap" else "secret"} "{name}" not found')
     if kind == "ConfigMap":
         return {**(obj.get("data") or {}),
-                **{k: base64.b64decode(v).decode(errors="replace") for k, v in (obj.get("binaryData") or {}).items()}}
-    return {k: base64.b64decode(v).decode(errors="replace") for k, v in (obj.get("data") or {}).items()}
+                **{k: to_text(base64.b64decode(v)) for k, v in (obj.get("binaryData") or {}).items()}}
+    return {k: to_text(base64.b64decode(v)) for k, v in (obj.get("data") or {}).items()}
 
 
 def field_value(pod: dict, path: str, host_ip: str, pod_ip: str) -> str:

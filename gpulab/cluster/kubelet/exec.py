@@ -20,6 +20,7 @@ import math
 from typing import Callable
 
 from .shell import Shell, World
+from .shell.octets import to_bytes, to_text
 from .shell.interpreter import ExitShell, Spin
 from .shell.terminal import EXIT_INTERRUPTED, InputStream, Interrupted
 from .shell.utilities import UTILITIES
@@ -79,7 +80,7 @@ class ExecSession:
     def write_stdin(self, data: bytes) -> None:
         if self.stdin is None:
             return
-        text = data.decode(errors="replace")
+        text = to_text(data)
         if self.terminal is not None:
             self.terminal.input(text)
         else:
@@ -97,7 +98,7 @@ class ExecSession:
 
     def emit(self, fd: int, text: str) -> None:
         if text:
-            self.output.put_nowait((fd, (onlcr(text) if self.tty else text).encode()))
+            self.output.put_nowait((fd, to_bytes(onlcr(text) if self.tty else text)))
 
     # --- running -------------------------------------------------------------------
     async def run(self) -> int:

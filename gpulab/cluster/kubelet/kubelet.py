@@ -117,6 +117,10 @@ class Kubelet:
             self._by_node.setdefault(node, set()).add(uid)
             if adopt:
                 worker.adopt()
+        elif old is not None and (old.get("status") or {}) != (pod.get("status") or {}):
+            # Another component wrote the status (the node controller's Ready=False on a node it found silent):
+            # the status manager reconciles the API's status with its own (status_manager.go needsReconcile).
+            self.mark_dirty(self.workers[uid])
         self._enqueue(uid)
 
     # --- the work queue ------------------------------------------------------------
@@ -176,13 +180,15 @@ class Kubelet:
                 self._drop_timer(uid)
 
     def _node_tick(self, name: str) -> None:
+        """Renew the Lease and sync the node status; the next tick is armed first, so a step that fails does not
+        end the heartbeat (the kubelet's loops are wait.Until: an error waits for the next period)."""
         agent = self.agents.get(name)
         if agent is None:
             return
-        agent.renew_lease()
-        agent.sync_status()
         self._node_timers[name] = self._call_later(self.timings.lease_renew, self._submit, ("tick", name),
                                                    lambda: self._node_tick(name))
+        agent.renew_lease()
+        agent.sync_status()
 
     # --- pods ---------------------------------------------------------------------
     def workers_on(self, node: str) -> list[PodWorker]:

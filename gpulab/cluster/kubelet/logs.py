@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from ..errors import bad_request
 from ..gofmt import rfc3339_nano
 from ..objects import parse_time
+from .shell.octets import to_bytes, to_text
 
 if TYPE_CHECKING:
     from .kubelet import Kubelet
@@ -86,7 +87,7 @@ class LogProvider:
         out = "".join((f"{rfc3339_nano(ns)} " if stamps else "") + text + "\n" for ns, text in lines)
         limit = opts.get("limitBytes")
         if limit not in (None, ""):
-            out = out.encode()[: int(limit)].decode(errors="ignore")
+            out = to_text(to_bytes(out)[: int(limit)])
         return out
 
 

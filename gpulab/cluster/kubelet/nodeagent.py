@@ -67,7 +67,6 @@ class NodeAgent:
         self.network_ready_at = 0.0
         self.started = False
         self._last_report = float("-inf")
-        self._reported: object = None
 
     # --- start -----------------------------------------------------------
     def start(self) -> None:
@@ -103,7 +102,9 @@ class NodeAgent:
         return others + out, events
 
     def sync_status(self, force: bool = False) -> None:
-        """Recompute the node status; write it when it changed or the report interval passed."""
+        """Recompute the node status; write it when it differs from the node's status in the API or the report
+        interval passed (kubelet_node_status.go tryUpdateNodeStatus compares with the node it read, so a Ready
+        condition another component set to Unknown is put right at the next update)."""
         node = self.api.store.get("nodes", "", self.name)
         if node is None:
             return
@@ -111,9 +112,9 @@ class NodeAgent:
         status = clone(node.get("status") or {})
         conditions, events = self._conditions(status.get("conditions") or [], now)
         images = self.images.status()
-        signature = ([(c["type"], c["status"], c["reason"]) for c in conditions], images)
         due = now - self._last_report >= self.lifecycle.timings.node_status_report
-        if not force and not due and signature == self._reported:
+        if not force and not due and _signature(conditions, images) == _signature(status.get("conditions") or [],
+                                                                                  status.get("images")):
             return
         status["conditions"] = conditions
         status["images"] = images
@@ -122,7 +123,6 @@ class NodeAgent:
         except ApiError:
             return
         self._last_report = now
-        self._reported = signature
         for event in events:
             self.recorder.node(self.name, "Normal", event, f"Node {self.name} status is now: {event}")
 
@@ -153,3 +153,8 @@ class NodeAgent:
                 self.api.update("leases.coordination.k8s.io", updated, LEASE_NAMESPACE, manager="kubelet")
         except ApiError:
             pass
+
+
+def _signature(conditions: list[dict], images) -> tuple:
+    """What a status update would change, heartbeat times left out (nodeStatusHasChanged)."""
+    return sorted((c.get("type"), c.get("status"), c.get("reason")) for c in conditions), images

@@ -547,7 +547,8 @@ class PodWorker:
         return World(image=image, catalog=self.k.catalog, env=env, files=files, hostname=pod_hostname(self.pod),
                      nproc=max(1, int(float(capacity.get("cpu", "1") or 1))), kernel=info.get("kernelVersion", ""),
                      workdir=run.spec.get("workingDir") or "/", mounted=mounted,
-                     mounted_native=natives, node_labels=self._node_labels)
+                     mounted_native=natives, node_labels=self._node_labels,
+                     boot_time=parse_time((node.get("metadata") or {}).get("creationTimestamp")) or 0.0)
 
     def _node_labels(self) -> dict[str, str]:
         """The labels of this pod's node now (what a program reading its Node from the API would see)."""

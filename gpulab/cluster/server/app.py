@@ -23,6 +23,7 @@ from ..auth.filters import RequestAuth
 from ..auth.reviews import Reviews
 from ..errors import ApiError, bad_request, internal, method_not_allowed
 from ..kinds.reviews import REVIEW_KEYS
+from ..kubelet.shell.octets import to_bytes
 from ..registry import ResourceType
 from ..selectors import matches_fields, matches_labels, parse_label_selector
 from . import bodies, connect, health, negotiation, params, paths, protobuf, status, versions, watch
@@ -366,11 +367,11 @@ class ApiServer:
                 if k in q}
         text = self.api.logs(t.namespace, t.name, opts)
         if q.get("follow") != "true":
-            return web.Response(text=text, content_type="text/plain")
+            return web.Response(body=to_bytes(text), content_type="text/plain")
         resp = web.StreamResponse(status=200, headers={"Content-Type": "text/plain"})
         resp.enable_chunked_encoding()
         await resp.prepare(request)
-        await resp.write(text.encode())
+        await resp.write(to_bytes(text))
         sent = len(text)
         follow_opts = {k: v for k, v in opts.items() if k != "tailLines"}
         while True:
@@ -380,7 +381,7 @@ class ApiServer:
                 break
             full = self.api.logs(t.namespace, t.name, follow_opts)
             if len(full) > sent:
-                await resp.write(full[sent:].encode())
+                await resp.write(to_bytes(full[sent:]))
                 sent = len(full)
             if _container_finished(pod, opts.get("container")):
                 break

@@ -14,6 +14,8 @@ from datetime import datetime, timezone
 from typing import Callable, Generator
 
 from . import interactive
+from .compress import gunzip, gzip, zcat
+from .octets import to_bytes
 from .interpreter import ExitShell, Gen, Shell
 from .parse import Parser
 from .terminal import InputStream
@@ -264,6 +266,18 @@ def uname(sh: Shell, argv: list[str]) -> Gen:
     return 0
 
 
+def uptime(sh: Shell, argv: list[str]) -> Gen:
+    """BusyBox's uptime (procps/uptime.c, utmp support on as in the busybox image): the node's time since it
+    booted, no logged-in users, and a load average of nothing (no real process runs on an emulated node)."""
+    now = datetime.fromtimestamp(sh.world.time, tz=timezone.utc)
+    up = max(0, int(sh.world.time - sh.world.boot_time))
+    days, hours, minutes = up // 86400, up // 3600 % 24, up // 60 % 60
+    since = f"{days} day{'s' if days != 1 else ''}, " if days else ""
+    since += f"{hours:2d}:{minutes:02d}" if hours else f"{minutes} min"
+    yield from _out(sh, f" {now:%H:%M:%S} up {since},  0 users,  load average: 0.00, 0.00, 0.00\n")
+    return 0
+
+
 def nproc(sh: Shell, argv: list[str]) -> Gen:
     yield from _out(sh, f"{sh.world.nproc}\n")
     return 0
@@ -369,7 +383,7 @@ def wc(sh: Shell, argv: list[str]) -> Gen:
     flags = "".join(a[1:] for a in argv[1:] if a.startswith("-") and a != "-")
     files = [a for a in argv[1:] if not a.startswith("-") or a == "-"]
     text, status = yield from _input_of(sh, "wc", files)
-    counts = {"l": text.count("\n"), "w": len(text.split()), "c": len(text.encode())}
+    counts = {"l": text.count("\n"), "w": len(text.split()), "c": len(to_bytes(text))}
     chosen = [counts[f] for f in "lwc" if f in flags] or [counts["l"], counts["w"], counts["c"]]
     suffix = f" {files[0]}" if files else ""
     if len(chosen) == 1:
@@ -722,10 +736,11 @@ def shell(sh: Shell, argv: list[str]) -> Gen:
 
 UTILITIES: dict[str, Utility] = {
     "echo": echo, "printf": printf, "sleep": sleep, "date": date, "env": env, "printenv": printenv,
-    "hostname": hostname, "whoami": whoami, "id": id_, "uname": uname, "nproc": nproc, "pwd": pwd,
+    "hostname": hostname, "whoami": whoami, "id": id_, "uname": uname, "nproc": nproc, "uptime": uptime, "pwd": pwd,
     "true": true, "false": false, "cat": cat, "head": head, "tail": tail, "grep": grep, "wc": wc, "sort": sort,
     "tee": tee, "tr": tr, "cut": cut, "touch": touch, "mkdir": mkdir, "rm": rm, "ls": ls, "basename": basename, "dirname": dirname,
     "seq": seq, "test": test, "[": test, "kill": kill, "sh": shell, "bash": shell, "ash": shell, "dash": shell,
+    "gzip": gzip, "gunzip": gunzip, "zcat": zcat,
 }
 
 

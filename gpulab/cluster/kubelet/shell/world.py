@@ -116,6 +116,8 @@ class World:
     node_labels: Callable[[], dict[str, str]] = _no_labels
     # The process's virtual clock (seconds since the epoch), advanced by the process driver.
     time: float = 0.0
+    # When the node booted, on the same clock (``uptime``): the node agent registering its Node.
+    boot_time: float = 0.0
     # How PID 1 reacts to the stop signal (None: ignores it).
     pid1_stop: StopHandler | None = None
     # The ports a program of this container listens on (a serving behaviour's ``serves``), by number.
