@@ -135,7 +135,7 @@ def test_every_planned_check_is_registered():
         "lab02.web_off_gpu_nodes", "lab02.trainer_tolerates",
         "lab03.pending_reason", "lab03.infer_worker_running", "lab03.fraction_refused", "lab03.check_yourself",
         "lab04.timeslicing_a100", "lab04.latency_sensitive", "lab04.mig_mixed_h100", "lab04.mig_pod_running",
-        "lab04.choose_sharing", "lab04.check_yourself",
+        "lab04.choose_sharing", "lab04.check_yourself", "lab04.mps_a100", "lab04.choose_strategy",
         "lab05.deadlock_explained", "lab05.coscheduling_installed", "lab05.gang_jobs_complete",
         "lab06.big_gpu_template", "lab06.shared_claim", "lab06.pending_reason",
         "final.allocatable_gpus", "final.forgotten_toleration", "final.copied_density", "final.dra_memory_selector",
