@@ -9,7 +9,7 @@ from .gpus import (COUNT, GPU, MIG_CONFIG, MIG_RESOURCE_PREFIX, MIG_STATE, MIG_S
                    allocatable, labels, name, nodes_of_family, nvidia_allocatable)
 from .kube import is_running, node_name, requested_resources, state_text
 from ..gpustack.hardware import gpu_model
-from ..gpustack.latency import request_ms_default
+from ..gpustack.latency import device_plugin_thread_percentage, request_ms_default
 from .registry import check
 from .result import Result, failed, passed
 
@@ -354,7 +354,7 @@ def _max_mig_slices(model: str) -> int:
 
 def _mps_p99() -> float:
     """An MPS client's p99 beside the other busy servers, with the thread share the device plugin sets."""
-    from ..gpustack.latency import device_plugin_thread_percentage, expected_latency
+    from ..gpustack.latency import expected_latency
 
     s = CHOOSE_STRATEGY
     return expected_latency("mps", neighbours=s["servers"] - 1, model=s["gpu"],
@@ -405,4 +405,4 @@ def choose_strategy(cluster, answer) -> Result:
     s = CHOOSE_STRATEGY
     return passed(f"right: MPS runs the {s['servers']} servers' kernels at the same time (p99 about "
                   f"{_mps_p99():.1f} ms in the latency model), each capped at {_mps_share_mib()} MiB "
-                  f"and {100 // s['servers']} % of the threads, and the team accepts that they share faults")
+                  f"and {device_plugin_thread_percentage(s['servers'])} % of the threads, and the team accepts that they share faults")

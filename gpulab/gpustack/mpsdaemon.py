@@ -32,6 +32,7 @@ from typing import Generator
 
 from ..contract import ContainerProcess
 from .configmanager import klog, klog_time
+from .latency import device_plugin_thread_percentage
 
 CONTAINER_ROOT = "/mps"
 # The MPS root on the host (the operator's MPS_ROOT, object_controls.go DefaultMPSRoot), mounted at /mps in the
@@ -70,7 +71,7 @@ def device_limits(resource: str, memory_mib: dict[int, int], replicas: int) -> M
     replicas (whole MiB), and 100 / replicas per cent of the threads (integer division, as Go's)."""
     limits = {index: f"{memory * 1024 * 1024 // replicas // 1024 // 1024}M"
               for index, memory in sorted(memory_mib.items()) if memory}
-    return MpsShare(resource, limits, str(100 // replicas))
+    return MpsShare(resource, limits, str(device_plugin_thread_percentage(replicas)))
 
 
 @dataclass(frozen=True)
