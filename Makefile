@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 LAB_PORT ?= 8888
 
-.PHONY: lab instructor test install bench cluster clean labs-release course-outputs
+.PHONY: lab instructor test install upstream bench cluster clean labs-release course-outputs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,8 +38,14 @@ instructor: cluster
 	KUBECONFIG=$$($(VENV)/bin/gpulab cluster kubeconfig) PATH=$(CURDIR)/$(VENV)/bin:$$PATH \
 	  $(PY) -m gpulab.learner.jupyterlab instructor --port=$(LAB_PORT)
 
-## make test: set up and run the whole suite
+## make upstream: build the upstream engine (kube-apiserver, controller manager, scheduler, etcd, KWOK and the
+## scheduler-plugins scheduler) from the Go modules pinned in cluster-setup/upstream/; seconds once built
+upstream: install
+	$(PY) -m gpulab.upstream.build
+
+## make test: set up and run the whole suite (on a machine without Go, everything but the upstream engine's runs)
 test: install
+	$(PY) -m gpulab.upstream.build --if-go
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) -m pytest -n $(JOBS) --dist loadfile -q
 
 ## make bench: the benchmarks (figures go to bench/results/ and docs/benchmarks.md)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 
@@ -22,6 +23,11 @@ def _cluster(sub: argparse._SubParsersAction) -> None:
         a = actions.add_parser(action, help=text)
         a.add_argument("--name", default="gpulab", help="cluster name (default: gpulab)")
         if action == "up":
+            a.add_argument("--engine", choices=ENGINES,
+                           help="embedded (the default: gpulab's own cluster, starts in a second) or upstream "
+                                "(Kubernetes' own control plane built from source, with KWOK nodes; `make upstream` "
+                                f"builds it); a new cluster's choice is remembered (default for new clusters: "
+                                f"${ENGINE_ENV}, else embedded)")
             a.add_argument("--topology", type=str, help="YAML file describing the nodes (new clusters only)")
             a.add_argument("--merge", action="store_true",
                            help="also add context gpulab-NAME to ~/.kube/config and make it current")
@@ -35,10 +41,68 @@ def _cluster(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_cluster)
 
 
+ENGINES = ("embedded", "upstream")
+ENGINE_ENV = "GPULAB_ENGINE"         # the engine `gpulab cluster up` (and so `gpulab.connect()`) gives a new cluster
+
+
 def _without_gpu_stack(state_dir) -> None:
     from .gpustack.addon import set_enabled
 
     set_enabled(state_dir, False)
+
+
+def _engine(args: argparse.Namespace) -> str:
+    """The engine a command acts on: the one the cluster was created with, else ``--engine``, else
+    ``$GPULAB_ENGINE``, else embedded."""
+    from .cluster import lifecycle
+    from .upstream import engine_of
+
+    recorded = engine_of(args.name)
+    wanted = getattr(args, "engine", None)
+    if recorded and wanted and wanted != recorded:
+        raise lifecycle.ClusterError(
+            f"cluster {args.name!r} exists on the {recorded} engine; a cluster keeps its engine. Run `gpulab cluster "
+            f"reset --name {args.name}` first, or pick another --name for a cluster on the {wanted} engine.")
+    default = os.environ.get(ENGINE_ENV) or "embedded"
+    if default not in ENGINES:
+        raise lifecycle.ClusterError(f"{ENGINE_ENV}={default!r} names no engine: set it to embedded or upstream")
+    return recorded or wanted or default
+
+
+def _run_upstream(args: argparse.Namespace) -> int:
+    """``gpulab cluster ACTION`` for a cluster of the upstream engine."""
+    from pathlib import Path
+
+    from . import embedded
+    from .upstream import engine
+
+    if args.action == "up":
+        path = engine.up(args.name, topology_format=embedded.TOPOLOGY,
+                         topology=Path(args.topology) if args.topology else None, merge=args.merge, port=args.port,
+                         feature_gates=args.feature_gates, gpu_stack=not args.no_gpu_stack)
+        print(f"cluster {args.name!r} is running (upstream engine)")
+        if args.merge:
+            print(f"context gpulab-{args.name} added to your kubeconfig and made current")
+        print(path)
+    elif args.action == "down":
+        stopped = engine.down(args.name)
+        print(f"cluster {args.name!r} stopped (state kept)" if stopped else f"cluster {args.name!r} is not running")
+    elif args.action == "reset":
+        engine.reset(args.name)
+        print(f"cluster {args.name!r} deleted")
+    elif args.action == "status":
+        info = engine.status(args.name)
+        for key, value in info.items():
+            print(f"{key}: {value}")
+        if info["state"] == "crashed":
+            print(f"some components exited unexpectedly; see {info['directory']}/kwok/clusters/{args.name}/logs, "
+                  f"then `gpulab cluster down --name {args.name}` and `gpulab cluster up --name {args.name}`")
+        return 0 if info["state"] == "running" else 1
+    elif args.action == "kubeconfig":
+        from .contract import kubeconfig_path
+
+        print(kubeconfig_path(args.name))
+    return 0
 
 
 def _run_cluster(args: argparse.Namespace) -> int:
@@ -48,6 +112,8 @@ def _run_cluster(args: argparse.Namespace) -> int:
     from .cluster.topology import TopologyError
 
     try:
+        if _engine(args) == "upstream":
+            return _run_upstream(args)
         if args.action == "up":
             from . import embedded
 

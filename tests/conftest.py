@@ -3,6 +3,11 @@
 Each test module that asks for ``cluster`` gets its own cluster (its own
 ``GPULAB_HOME``), started with ``gpulab cluster up`` semantics and reset
 afterwards, so modules can run in parallel under pytest-xdist.
+
+Tests that must hold on real Kubernetes too take the ``engine`` fixture: they run once on the embedded cluster and
+once on the upstream engine (kube-apiserver, kube-scheduler, kube-controller-manager and etcd built from source,
+KWOK nodes; ``make upstream``). Where the upstream binaries are not built, those runs are skipped with the reason,
+except under CI (``CI=true``), where that fails them: CI must judge the course on both engines.
 """
 from __future__ import annotations
 
@@ -68,14 +73,49 @@ def wait_for(check, timeout: float = 90, interval: float = 0.5, what: str = "con
     raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
 
 
-def start_cluster(tmp: Path, *, topology: Path | None = None, name: str = "gpulab") -> Cluster:
+ENGINES = ("embedded", pytest.param("upstream", marks=pytest.mark.upstream))
+
+
+def require_upstream() -> None:
+    """Skip (fail under CI) unless the upstream engine's binaries are built from the current pins."""
+    from gpulab.upstream import build
+
+    if build.built():
+        return
+    reason = (f"the upstream engine is not built in {build.bin_dir()} (run `make upstream`; it needs Go "
+              f"{build.MIN_GO[0]}.{build.MIN_GO[1]}+)")
+    if build.under_ci():
+        pytest.fail(f"CI must run the upstream engine's tests: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def engine(request) -> str:
+    """The engine a module's clusters run on: each module using it runs once per engine."""
+    if request.param == "upstream":
+        require_upstream()
+    return request.param
+
+
+def start_cluster(tmp: Path, *, topology: Path | None = None, name: str = "gpulab", engine: str = "embedded",
+                  gpu_stack: bool = True) -> Cluster:
+    """A cluster of ``engine`` in a new ``GPULAB_HOME`` under ``tmp`` (``gpu_stack=False``: without the GPU stack
+    emulation, for tests that write its objects themselves)."""
     from gpulab import embedded
 
     home = tmp / f"home-{uuid.uuid4().hex[:6]}"
     old = os.environ.get("GPULAB_HOME")
     os.environ["GPULAB_HOME"] = str(home)
     try:
-        kubeconfig = embedded.up(name, topology=topology)
+        if engine == "upstream":
+            from gpulab.upstream import engine as upstream
+
+            kubeconfig = upstream.up(name, topology_format=embedded.TOPOLOGY, topology=topology,
+                                     gpu_stack=gpu_stack)
+        elif gpu_stack:
+            kubeconfig = embedded.up(name, topology=topology)
+        else:
+            kubeconfig = embedded.up(name, topology=topology, server_module="gpulab.cluster.serve")
     finally:
         if old is None:
             os.environ.pop("GPULAB_HOME", None)
@@ -86,11 +126,17 @@ def start_cluster(tmp: Path, *, topology: Path | None = None, name: str = "gpula
 
 def stop_cluster(c: Cluster) -> None:
     from gpulab.cluster import lifecycle
+    from gpulab.upstream import engine_of
 
     old = os.environ.get("GPULAB_HOME")
     os.environ["GPULAB_HOME"] = str(c.home)
     try:
-        lifecycle.reset(c.name)
+        if engine_of(c.name) == "upstream":
+            from gpulab.upstream import engine as upstream
+
+            upstream.reset(c.name)
+        else:
+            lifecycle.reset(c.name)
     finally:
         if old is None:
             os.environ.pop("GPULAB_HOME", None)

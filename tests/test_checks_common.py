@@ -14,10 +14,8 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import os
 import threading
 import time
-import uuid
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
@@ -27,28 +25,16 @@ import pytest
 from gpulab.checks import answers
 from gpulab.checks.gpus import family
 from gpulab.checks.kube import pod_request, scheduler_reasons, taint_text, tolerates, toleration_text
-from tests.conftest import Cluster
+from tests.conftest import Cluster, start_cluster
 
 PAUSE = "registry.k8s.io/pause:3.10.1"
 DRIVER = "580.105.08"
 H100, A100 = "gpulab-worker2", "gpulab-worker3"
 
 
-def start_plain_cluster(tmp: Path) -> Cluster:
-    """An embedded cluster without the GPU stack add-on, in its own GPULAB_HOME (as conftest.start_cluster)."""
-    from gpulab import embedded
-
-    home = tmp / f"home-{uuid.uuid4().hex[:6]}"
-    old = os.environ.get("GPULAB_HOME")
-    os.environ["GPULAB_HOME"] = str(home)
-    try:
-        kubeconfig = embedded.up("gpulab", server_module="gpulab.cluster.serve")
-    finally:
-        if old is None:
-            os.environ.pop("GPULAB_HOME", None)
-        else:
-            os.environ["GPULAB_HOME"] = old
-    return Cluster("gpulab", home, kubeconfig, tmp / f"kubecache-{uuid.uuid4().hex[:6]}")
+def start_plain_cluster(tmp: Path, engine: str = "embedded") -> Cluster:
+    """A cluster of ``engine`` without the GPU stack emulation, in its own GPULAB_HOME."""
+    return start_cluster(tmp, engine=engine, gpu_stack=False)
 
 
 def eventually(probe, *, timeout: float = 20.0, interval: float = 0.2):

@@ -94,10 +94,10 @@ def test_the_grader_judges_with_its_keys(monkeypatch):
                                  f"({option}) is not it: {question.why_not[option]}")
 
 
-def test_the_grader_counts_the_clusters_gpus_and_the_learner_only_records(tmp_path):
+def test_the_grader_counts_the_clusters_gpus_and_the_learner_only_records(tmp_path, engine):
     """final.allocatable_gpus: a learner's check records any whole number alike; the grader judges it against the
     cluster, so a single node's count (the mistake) fails saying so and the cluster's total passes."""
-    cluster = start_plain_cluster(tmp_path)
+    cluster = start_plain_cluster(tmp_path, engine)
     try:
         stack = FakeGpuStack(cluster)
         stack.standard()                                 # 8 H100 + 4 A100 GPUs advertised

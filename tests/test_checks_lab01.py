@@ -4,6 +4,8 @@ Each test starts from the lab's starting state (a cluster without the GPU stack)
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.conftest import stop_cluster
@@ -11,20 +13,24 @@ from tests.test_checks_common import A100, H100, FakeGpuStack, run, start_plain_
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    cluster = start_plain_cluster(tmp_path_factory.mktemp("lab01"))
+def stack(tmp_path_factory, engine):
+    cluster = start_plain_cluster(tmp_path_factory.mktemp("lab01"), engine)
     yield FakeGpuStack(cluster)
     stop_cluster(cluster)
 
 
 def _client_for(stack, *, host: str | None = None, token: str | None = None):
-    """A client like the kubeconfig's, with another server address or token (and no credential refresh)."""
+    """A client like the kubeconfig's, with another server address, or a bearer token instead of its credentials
+    (a token on the embedded cluster, a client certificate on the upstream engine); no credential refresh."""
     from kubernetes import client
 
     good = stack.api.configuration
-    configuration = client.Configuration(host=host or good.host,
-                                         api_key={"BearerToken": f"Bearer {token}" if token else
-                                                  good.api_key["BearerToken"]})
+    configuration = client.Configuration(host=host or good.host)
+    if token:
+        configuration.api_key = {"BearerToken": f"Bearer {token}"}
+    else:
+        configuration.api_key = dict(good.api_key)
+        configuration.cert_file, configuration.key_file = good.cert_file, good.key_file
     configuration.ssl_ca_cert = good.ssl_ca_cert
     configuration.retries = False
     return client.ApiClient(configuration)
@@ -35,8 +41,9 @@ def test_setup_connected(stack):
 
     result = run(stack, "setup.connected")
     host = stack.api.configuration.host
+    served = json.loads(stack.cluster.kubectl("version", "-o", "json").stdout)["serverVersion"]["gitVersion"]
     assert result.passed, result
-    assert result.reason == (f"connected to Kubernetes v1.37.1 at {host}: 4 nodes (gpulab-control-plane, "
+    assert result.reason == (f"connected to Kubernetes {served} at {host}: 4 nodes (gpulab-control-plane, "
                              "gpulab-worker, gpulab-worker2, gpulab-worker3)")
     refused = checks.run("setup.connected", client=_client_for(stack, token="not-the-token"))
     assert not refused.passed

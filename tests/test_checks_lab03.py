@@ -21,8 +21,8 @@ UNTOLERATED = "node(s) had untolerated taint(s)"
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    cluster = start_plain_cluster(tmp_path_factory.mktemp("lab03"))
+def stack(tmp_path_factory, engine):
+    cluster = start_plain_cluster(tmp_path_factory.mktemp("lab03"), engine)
     stack = FakeGpuStack(cluster)
     stack.operator()
     stack.standard()

@@ -19,8 +19,8 @@ def time_slicing(replicas: int, **extra) -> dict:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    cluster = start_plain_cluster(tmp_path_factory.mktemp("lab04"))
+def stack(tmp_path_factory, engine):
+    cluster = start_plain_cluster(tmp_path_factory.mktemp("lab04"), engine)
     stack = FakeGpuStack(cluster)
     stack.operator(sets=("driver.version=580.105.08", "mig.strategy=mixed"))     # the lab's starting state
     yield stack

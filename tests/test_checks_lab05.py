@@ -42,8 +42,8 @@ spec: {{minMember: {min_member}}}
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    cluster = start_plain_cluster(tmp_path_factory.mktemp("lab05"))
+def stack(tmp_path_factory, engine):
+    cluster = start_plain_cluster(tmp_path_factory.mktemp("lab05"), engine)
     stack = FakeGpuStack(cluster)
     stack.operator()
     stack.standard()

@@ -62,8 +62,8 @@ def shared(namespace: str = NS) -> dict:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    cluster = start_plain_cluster(tmp_path_factory.mktemp("lab06"))
+def stack(tmp_path_factory, engine):
+    cluster = start_plain_cluster(tmp_path_factory.mktemp("lab06"), engine)
     stack = FakeGpuStack(cluster)
     cluster.kubectl("create", "namespace", NS)
     apply(stack, DEVICE_CLASS, published(H100, "NVIDIA H100 80GB HBM3", "81559Mi", 8),

@@ -74,19 +74,21 @@ def _status_field(name: str, field: str) -> str | None:
     return None if value in (None, "None") else value
 
 
-def _up(name: str, port: str | None = None) -> tuple[Path, int]:
+def _up(name: str, port: str | None = None, engine: str | None = None) -> tuple[Path, int]:
     """``gpulab cluster up``: the kubeconfig and how many nodes the cluster has."""
-    up = _gpulab("cluster", "up", "--name", name, *(["--port", port] if port else []))
+    up = _gpulab("cluster", "up", "--name", name, *(["--port", port] if port else []),
+                 *(["--engine", engine] if engine else []))
     if up.returncode != 0:
         raise StepError(f"`gpulab cluster up --name {name}` failed: {(up.stderr or up.stdout).strip()}")
     return Path(up.stdout.strip().splitlines()[-1]), int(_status_field(name, "nodes") or 0)
 
 
 def _recreate(name: str) -> tuple[Path, int]:
-    """``gpulab cluster reset`` + ``up`` on the same port, so a port-forward or bookmark keeps working."""
-    port = _status_field(name, "port")
+    """``gpulab cluster reset`` + ``up`` on the same port and engine, so a port-forward or bookmark keeps working
+    and a learner on the upstream engine stays on it."""
+    port, engine = _status_field(name, "port"), _status_field(name, "engine")
     _gpulab("cluster", "reset", "--name", name)
-    return _up(name, port)
+    return _up(name, port, engine)
 
 
 VALIDATE_ENV = "NBGRADER_EXECUTION"      # nbgrader sets it to "validate" while `nbgrader validate` runs a notebook

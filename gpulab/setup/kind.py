@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -187,47 +185,6 @@ def annotate_gpu_nodes(kube, gpus: dict[str, tuple[str, int]], expected: int,
     return sorted(done)
 
 
-def _pid_file(name: str) -> Path:
-    return cluster_dir(name) / "gpustack.pid"
-
-
-def _our_emulation(pid: int) -> bool:
-    """Whether ``pid`` is still the ``gpulab gpustack run`` process ``up`` started (pids get reused)."""
-    import psutil
-
-    try:
-        command = psutil.Process(pid).cmdline()
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return False
-    return "gpustack" in command and "run" in command
-
-
-def start_emulation(name: str, kubeconfig: Path) -> int:
-    """Start ``gpulab gpustack run --kubeconfig K`` in the background (unless ours still runs); its pid."""
-    pid_file = _pid_file(name)
-    if pid_file.exists() and _our_emulation(int(pid_file.read_text())):
-        return int(pid_file.read_text())
-    log = cluster_dir(name) / "gpustack.log"
-    with open(log, "ab") as stream:
-        process = subprocess.Popen([sys.executable, "-m", "gpulab.cli", "gpustack", "run", "--kubeconfig",
-                                    str(kubeconfig)], stdin=subprocess.DEVNULL, stdout=stream, stderr=stream,
-                                   start_new_session=True, close_fds=True)
-    pid_file.write_text(str(process.pid))
-    return process.pid
-
-
-def stop_emulation(name: str) -> bool:
-    pid_file = _pid_file(name)
-    if not pid_file.exists():
-        return False
-    pid = int(pid_file.read_text())
-    stopped = _our_emulation(pid)
-    if stopped:
-        os.kill(pid, signal.SIGTERM)
-    pid_file.unlink()
-    return stopped
-
-
 def up(name: str = "gpulab", config: Path | None = None, gpus_file: Path = DEFAULT_GPUS,
        wait: str = "2m") -> Path:
     """Create (or reuse) the kind cluster (from ``config``, else the default topology's), annotate its GPU nodes,
@@ -255,7 +212,7 @@ def up(name: str = "gpulab", config: Path | None = None, gpus_file: Path = DEFAU
     else:
         _run([kind, "create", "cluster", "--name", name, "--config", str(config), "--kubeconfig", str(kubeconfig),
               "--wait", wait], "kind create cluster")
-    from ..gpustack import standins
+    from ..gpustack import background, standins
     from ..gpustack.operator import FIELD_MANAGER
     from ..kubeclient import Kube
 
@@ -266,14 +223,17 @@ def up(name: str = "gpulab", config: Path | None = None, gpus_file: Path = DEFAU
         standins.mark_cluster(kube)
     finally:
         kube.close()
-    pid = start_emulation(name, kubeconfig)
-    print(f"GPU stack emulation running (`gpulab gpustack run`, pid {pid}, log {cluster_dir(name) / 'gpustack.log'})")
+    pid = background.GPUSTACK.start(cluster_dir(name), kubeconfig)
+    print(f"GPU stack emulation running (`gpulab gpustack run`, pid {pid}, log "
+          f"{background.GPUSTACK.log(cluster_dir(name))})")
     return kubeconfig
 
 
 def down(name: str = "gpulab") -> None:
     """Stop the emulation started by ``up`` and delete the kind cluster."""
-    if stop_emulation(name):
+    from ..gpustack import background
+
+    if background.GPUSTACK.stop(cluster_dir(name)):
         print("GPU stack emulation stopped")
     kind = shutil.which("kind")
     if not kind:
