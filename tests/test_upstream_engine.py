@@ -56,7 +56,7 @@ def test_kubectl_version_is_the_real_release(upstream):
     assert served["gitVersion"] == build.versions()["kubernetes"] == "v1.37.2"
     assert (served["major"], served["minor"]) == ("1", "37")
     apiserver = [p for p in components(upstream.home) if Path(p.cmdline()[0]).name == "kube-apiserver"]
-    assert [Path(p.cmdline()[0]) for p in apiserver] == [build.bin_dir() / "kube-apiserver"]
+    assert [Path(p.cmdline()[0]).resolve() for p in apiserver] == [build.bin_dir() / "kube-apiserver"]
     status = gpulab(upstream.home, "cluster", "status")
     assert status.returncode == 0
     assert "engine: upstream" in status.stdout and "state: running" in status.stdout

@@ -8,7 +8,12 @@ works on the embedded cluster, kind and real clusters alike:
 
 * the chart's ``crds/`` first: the PodGroup CRD, read as data from
   ``gpulab/cluster/crds/scheduling.x-k8s.io_podgroups.yaml`` (the same file
-  the chart ships); Helm never replaces an existing CRD, neither does this;
+  the chart ships), and the ElasticQuota and NodeResourceTopology CRDs
+  (``data/``), without which the chart's scheduler never schedules (its
+  profile enables CapacityScheduling and NodeResourceTopologyMatch, which list
+  those kinds: the upstream engine runs the real scheduler and showed it); the
+  chart's other CRDs (AppGroup, NetworkTopology, ...) are for plugins the
+  profile leaves off. Helm never replaces an existing CRD, neither does this;
 * the release namespace (``--create-namespace``), then the templates rendered
   with the chart's default values (``data/scheduler-plugins-v0.35.7.yaml``):
   ServiceAccounts, the ``scheduler-config`` ConfigMap, RBAC, and the
@@ -39,11 +44,11 @@ CHART_NAMES = ("coscheduling", "scheduler-plugins", "as-a-second-scheduler",
 RELEASE = "scheduler-plugins"
 DEFAULT_NAMESPACE = "scheduler-plugins"
 CHART_VERSION = "v0.35.7"
-CRD_NAME = "podgroups.scheduling.x-k8s.io"
 SCHEDULER = "scheduler-plugins-scheduler"
 # The chart's CRD, shipped with the embedded cluster's data; read as a file, so gpulab.cluster is not imported.
 _CRD_FILE = Path(__file__).resolve().parent.parent / "cluster" / "crds" / "scheduling.x-k8s.io_podgroups.yaml"
 _POLL_SECONDS = 0.5
+PROFILE_CRDS = ("scheduling.x-k8s.io_elasticquotas.yaml", "topology.node.k8s.io_noderesourcetopologies.yaml")
 
 
 class InstallError(RuntimeError):
@@ -54,6 +59,13 @@ def podgroup_crd() -> dict:
     """The PodGroup CRD as the chart ships it."""
     text = _CRD_FILE.read_text(encoding="utf-8")
     return next(doc for doc in yaml.safe_load_all(text) if doc)
+
+
+def chart_crds() -> list[dict]:
+    """The chart's ``crds/`` that its scheduler profile needs: PodGroup, ElasticQuota, NodeResourceTopology."""
+    data = resources.files(__package__).joinpath("data")
+    return [podgroup_crd()] + [next(doc for doc in yaml.safe_load_all(data.joinpath(name).read_text(encoding="utf-8"))
+                                    if doc) for name in PROFILE_CRDS]
 
 
 def manifests(namespace: str = DEFAULT_NAMESPACE) -> list[dict]:
@@ -78,9 +90,11 @@ def install(api_client, *, namespace: str = DEFAULT_NAMESPACE, wait: bool = Fals
         if exc.status != 404:
             raise
     created = []
-    if _create(utils, api_client, podgroup_crd(), None):
-        created.append(f"customresourcedefinition/{CRD_NAME}")
-    _wait_established(client.ApiextensionsV1Api(api_client), timeout)
+    for crd in chart_crds():
+        if _create(utils, api_client, crd, None):
+            created.append(f"customresourcedefinition/{crd['metadata']['name']}")
+    for crd in chart_crds():
+        _wait_established(client.ApiextensionsV1Api(api_client), crd["metadata"]["name"], timeout)
     if _create(utils, api_client, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, None):
         created.append(f"namespace/{namespace}")
     served = {g.name for g in client.ApisApi(api_client).get_api_versions().groups} | {""}
@@ -106,10 +120,10 @@ def _create(utils, api_client, obj: dict, namespace: str | None) -> bool:
     return True
 
 
-def _wait_established(extensions, timeout: float) -> None:
+def _wait_established(extensions, name: str, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while True:
-        crd = extensions.read_custom_resource_definition(CRD_NAME)
+        crd = extensions.read_custom_resource_definition(name)
         if any(c.type == "Established" and c.status == "True" for c in (crd.status.conditions or [])):
             return
         if time.monotonic() > deadline:

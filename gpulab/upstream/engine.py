@@ -113,6 +113,10 @@ def _kwokctl_config(port: int, feature_gates: str) -> str:
         "kubeControllerManagerBinary": binaries["kube-controller-manager"],
         "kubeSchedulerBinary": binaries["kube-scheduler"], "etcdBinary": binaries["etcd"],
         "kwokControllerBinary": binaries["kwok"], "kubeFeatureGates": feature_gates,
+        # Every component's port from the kernel: kwokctl's own choice scans down from 32767 in each process, so
+        # two clusters created at once would pick the same ports (and one apiserver would use the other's etcd).
+        **{option: free_port() for option in ("etcdPort", "etcdPeerPort", "kubeControllerManagerPort",
+                                              "kubeSchedulerPort", "kwokControllerPort")},
     }
     patches = [{"name": component, "extraArgs": [{"key": k, "value": v} for k, v in args.items()]}
                for component, args in (("kube-apiserver", APISERVER_ARGS),
