@@ -49,7 +49,10 @@ class SandboxedKernelManager(AsyncKernelManager):
         super().__init__(**kwargs)
         self.sandbox, self.bridge = sandbox, bridge
         self.transport = "ipc"
-        self.ip = str(sandbox.dirs.sockets / "zmq")       # the grader's way to the sockets
+        # The grader's way to the sockets. A unix socket's address may not exceed 107 bytes: through a descriptor
+        # of the submission's home it stays short however deep the grading folder lies.
+        self._home = os.open(sandbox.dirs.home, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        self.ip = f"/proc/self/fd/{self._home}/{sandbox.dirs.sockets.name}/zmq"
         self.connection_file = str(sandbox.dirs.connection_file)
 
     @property
@@ -71,6 +74,12 @@ class SandboxedKernelManager(AsyncKernelManager):
         """Keep the connection file as written: it names the sockets as the kernel sees them, which
         jupyter_client's check would take for a mismatch with the grader's view and rewrite under the running
         kernel."""
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart and self._home is not None:
+            os.close(self._home)
+            self._home = None
 
     def cleanup_ipc_files(self) -> None:
         """Nothing to remove: the sockets went with the sandbox's tmpfs (and the link may already name another
