@@ -22,7 +22,6 @@ import grp
 import os
 import pwd
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 import psutil
 
 DEFAULT_UIDS = "1900000000-1900000999"    # above the ranges distributions, systemd and container runtimes use
-LOCK_DIRECTORY = "gpulab-sandbox-uids"     # in the system temp directory, root's alone
+LOCK_DIRECTORY = Path("/run/gpulab-sandbox-uids")   # root's alone; one place whatever TMPDIR says
 
 
 class IdentityError(RuntimeError):
@@ -88,7 +87,7 @@ def kill_processes_of(uid: int) -> None:
 
 def _lock_directory() -> Path:
     """Root's own folder for the leases (a folder of that name that is anyone else's is refused, not used)."""
-    directory = Path(tempfile.gettempdir()) / LOCK_DIRECTORY
+    directory = LOCK_DIRECTORY
     try:
         directory.mkdir(mode=0o700)
     except FileExistsError:
