@@ -39,6 +39,12 @@ c.Autograde.autograde_preprocessors = [
     HermeticExecute, IgnorePattern, LimitOutput, SaveVerifiedGrades, AssignLatePenalties, CheckCellMetadata,
 ]
 c.Execute.timeout = 120             # seconds per cell; a cell that runs longer is interrupted, the rest still graded
+# What each submission may use (README.md, "Limits"); a cell over a limit earns nothing, the rest is graded.
+# gpulab grade --memory/--disk/--processes/--cpu-seconds override them for one run.
+c.HermeticExecute.memory_limit = "2Gi"      # per process
+c.HermeticExecute.disk_limit = "512Mi"      # all it writes: its folder, home and /tmp (held in memory)
+c.HermeticExecute.process_limit = 128       # processes and threads at once
+c.HermeticExecute.cpu_limit = 300           # seconds of CPU time per process
 # The final assessment's answer keys, judged in the grading process only (learners' checks just record answers).
 c.HermeticExecute.check_modules = ["answer_keys.py"]
 

@@ -206,15 +206,16 @@ def plan(course):
 
 def _kill_the_grading_process_of(student: str, grading: subprocess.Popen) -> None:
     """SIGKILL the grading process (the OOM killer, an operator) while it runs ``student``'s kernel: the parent of
-    the sandbox whose working directory is that submission's."""
+    the sandbox (bwrap) whose working directory is that submission's."""
     marker = f"/autograded/{student}/".encode()
     while grading.poll() is None:
         for entry in Path("/proc").iterdir():
             try:
-                if entry.name.isdigit() and marker in (entry / "cmdline").read_bytes():
+                if entry.name.isdigit() and _mentions(entry, marker):
                     parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                    os.kill(parent, signal.SIGKILL)
-                    return
+                    if _mentions(Path(f"/proc/{parent}"), b"gpulab.grading.worker"):
+                        os.kill(parent, signal.SIGKILL)
+                        return
             except (OSError, ValueError):
                 continue
         time.sleep(0.02)
@@ -274,30 +275,32 @@ def test_a_grading_process_that_dies_costs_only_its_submission(graded, plan):
     assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _mentions(p, b"/autograded/killed/")]
 
 
-def test_grading_refuses_at_once_where_kernels_cannot_be_sandboxed(graded, course, tmp_path):
-    """Grading as root with a kernel account that does not exist: one clear error, nothing graded."""
-    if os.geteuid() != 0:
-        pytest.skip("the kernels' account is a setting of grading as root")
+def test_grading_refuses_at_once_when_the_sandbox_settings_are_wrong(graded, course, tmp_path):
+    """A limit nbgrader_config.py gets wrong: one clear error, nothing graded."""
     copy = tmp_path / "course"
     shutil.copytree(course.root.parent, copy, ignore=shutil.ignore_patterns("autograded", "feedback"))
     root = copy / course.root.name
     with open(root / "nbgrader_config.py", "a") as config:
-        config.write('\nc.HermeticExecute.sandbox_account = "gpulab-no-such-account"\n')
+        config.write('\nc.HermeticExecute.memory_limit = "2GB"\n')
     copied = course_tools.Course(root, LAB)
     before = copied.scores()
     proc = copied.gpulab_grade("--jobs", "2", "--force")
     assert proc.returncode == 1
     assert proc.stderr.splitlines()[-1] == (
-        "error: grading as root runs learner kernels as the account 'gpulab-no-such-account', which does not "
-        "exist: create it, or set c.HermeticExecute.sandbox_account to an unprivileged account")
+        "error: c.HermeticExecute.memory_limit '2GB' is not a size: write it as a pod's limits are written, "
+        "e.g. 2Gi or 512Mi")
     assert copied.scores() == before
 
 
 def _mentions(process: Path, text: bytes) -> bool:
+    """Whether the process's command line or working directory mentions ``text``."""
+    seen = b""
     try:
-        return text in (process / "cmdline").read_bytes()
+        seen += (process / "cmdline").read_bytes()
+        seen += os.fsencode(os.readlink(process / "cwd")) + b"/"
     except OSError:
-        return False
+        pass
+    return text in seen
 
 
 def test_summary_table_lists_every_submission(graded, plan):

@@ -1,4 +1,5 @@
-"""The four cheats that paid before grading ran learner code in a sandbox (issue 16), each tried for real.
+"""The cheats that paid before grading ran learner code in a sandbox (issue 16), and the attacks on the sandbox
+and the grading host of issue 23, each tried for real.
 
 One course of the fixture lab is graded with ``gpulab grade --jobs 2``, once as
 root and once as an ordinary user (a test account, created when the tests run
@@ -17,11 +18,27 @@ untouched release plus one cell that:
 * reads ``solutions/``, the gradebook's source cells and classmates' autograded
   notebooks, and runs the solutions it finds.
 
+Five attackers submit fully solved notebooks whose first answer cell starts
+with an attack on the grading host (issue 23):
+
+* **links**: replaces every file it can write (home, working directory, /tmp,
+  the kernel's sockets) and its connection file with links to a host file
+  only the grader may read, plants links named as the files nbgrader writes,
+  and kills its kernel, so that the grader restarts it;
+* **disk**: writes 3 GiB into its folder, its home, /tmp, /dev/shm and /;
+* **memory**: allocates 3 GiB;
+* **processes**: starts 600 processes;
+* **CPU**: loops (graded with ``--cpu-seconds 10``).
+
+Each must lose that exercise's point and keep the others' (14 of 15), and its
+cell must say which limit stopped it; the host file must be as it was.
+
 Honest work earns a cheater nothing, so each must score 0; every honest
 submission its full marks; the installed package and site-packages must be
 byte for byte as before; the gradebook must hold no manual score; and no process
-a submission started may be alive once grading is over. Every cheat prints
-what it reached, so each test also shows the attempt ran and what stopped it.
+a submission started, its sandbox's bwrap included, may be alive once grading
+is over. Every cheat prints what it reached, so each test also shows the
+attempt ran and what stopped it.
 """
 from __future__ import annotations
 
@@ -30,6 +47,7 @@ import importlib.util
 import json
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import sys
@@ -113,10 +131,10 @@ ATTACK = textwrap.dedent("""
     import gpulab                        # first: it keeps the kubernetes import cheap
     from kubernetes import client, config
     own = os.environ["KUBECONFIG"]
-    scratch = Path(own).parents[3]       # <grader's temp folder>/worker-N/grade-*/learner/kubeconfig
+    scratch = "SCRATCH"                  # the grader's temp folder: <scratch>/gpulab-grade-*/worker-N/grade-*/...
     clients, struck, sweeps, deadline = {}, set(), 0, time.time() + 120
     while time.time() < deadline:
-        for path in glob.glob(f"{scratch}/*/grade-*/learner/kubeconfig"):
+        for path in glob.glob(f"{scratch}/gpulab-grade-*/worker-*/grade-*/**/kubeconfig", recursive=True):
             if path != own and path not in clients:
                 try:
                     clients[path] = client.CoreV1Api(config.new_client_from_config(path))
@@ -187,6 +205,86 @@ CHEATS = {"gradebook": GRADEBOOK_WRITE, "tamper": PACKAGE_TAMPER, "saboteur": SA
 # The saboteur's name sorts first, so it is graded while the others are (students go in name order).
 CHEATERS = {"a-saboteur": "saboteur", "gradebook": "gradebook", "solutions": "solutions", "tamper": "tamper"}
 
+# --- issue 23: attacks on the host, each before the first exercise's answer --------------------------
+
+LINKS = '''
+# MARK
+import os, sys, time
+from pathlib import Path
+from ipykernel import get_connection_file
+planted = 0
+for root in {Path.home(), Path.cwd(), Path("/tmp")}:
+    for path in [*root.rglob("*"), root / "fixture-lab.ipynb", root / "timestamp.txt", root / "gradebook.db"]:
+        try:
+            if not path.is_dir() or path.is_symlink():
+                path.unlink(missing_ok=True)
+                path.symlink_to("CANARY")
+                planted += 1
+        except OSError as error:
+            print("cannot link", path, "-", error)
+connection = Path(get_connection_file())
+try:
+    connection.unlink()
+    connection.symlink_to("CANARY")
+    print("replaced the connection file")
+except OSError as error:
+    print("cannot replace the connection file:", error)
+print(f"planted {planted} links; exiting")
+sys.stdout.flush()
+time.sleep(1)
+os._exit(1)
+'''
+
+DISK = '''
+# MARK
+from pathlib import Path
+wrote, errors = {}, []
+for place in (Path.cwd(), Path.home(), Path("/tmp"), Path("/dev/shm"), Path("/")):
+    wrote[str(place)] = 0
+    try:
+        with open(place / "fill", "wb") as f:
+            while wrote[str(place)] < 3 * 1024:
+                f.write(b"\\0" * 2**20)
+                wrote[str(place)] += 1
+    except OSError as error:
+        errors.append(error)
+print(f"wrote {sum(wrote.values())} MiB")
+raise errors[0]
+'''
+
+MEMORY = '''
+# MARK
+hog = bytearray(3 * 2**30)
+'''
+
+PROCESSES = '''
+# MARK
+import subprocess
+children = []
+try:
+    while len(children) < 600:
+        children.append(subprocess.Popen(["sleep", "600"]))
+finally:
+    print("started", len(children), "processes")
+'''
+
+CPU = '''
+# MARK
+while True:
+    pass
+'''
+
+CPU_SECONDS = 10
+# attacker: (attack, what its cell must say)
+ATTACKERS = {
+    "links": (LINKS, ["cannot replace the connection file: [Errno 30] Read-only file system", "planted",
+                      "the kernel died while running this cell"]),
+    "disk": (DISK, ["No space left on device", "went over the submission's disk limit"]),
+    "memory": (MEMORY, ["went over the submission's memory limit: each of its processes may use 2Gi"]),
+    "processes": (PROCESSES, ["Resource temporarily unavailable", "went over the submission's process limit"]),
+    "cpu": (CPU, [f"the kernel has used its {CPU_SECONDS} s of CPU time", "went over the submission's CPU time limit"]),
+}
+
 
 # --- who grades --------------------------------------------------------------------------
 
@@ -203,8 +301,10 @@ class Grader:
             subprocess.run(["chown", "-R", f"{self.account.pw_uid}:{self.account.pw_gid}", str(path)], check=True)
 
     def run(self, command: list[str], home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        # GPULAB_* reaches the kernels: every process they start carries MARK; the grading scratch, under the
+        # temp folder, is under home's parent, which names every sandbox's bwrap
         env = {"PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin:/usr/bin:/bin"]),
-               "HOME": str(home), "LANG": "C.UTF-8"}
+               "HOME": str(home), "LANG": "C.UTF-8", "GPULAB_TEST_RUN": MARK, "TMPDIR": str(home.parent / "tmp")}
         if self.account is not None:
             command = [*self.harness, "setpriv", f"--reuid={self.account.pw_uid}",
                        f"--regid={self.account.pw_gid}", "--init-groups", "--", *command]
@@ -335,6 +435,7 @@ class Graded:
     before: dict
     after: dict
     alive: list[str]
+    canary: tuple                 # the host file the links point at: (bytes, mode, uid, gid) before and after
 
 
 def _manual_scores(course) -> dict[str, list]:
@@ -353,25 +454,46 @@ def graded(grader) -> Graded:
         pytest.skip(str(exc))
     base = Path(tempfile.mkdtemp(prefix="gpulab-sandbox-test-"))
     base.chmod(0o755)
+    canary = base / "canary"
     try:
-        course = course_tools.make_course(base / "course", timeout=30)
+        course = course_tools.make_course(base / "course", timeout=120)     # the CPU attack's loop runs till 10 s
         exercises = course.exercises()
         for student in HONEST:
             course.submit(student, course.answered(exercises))
         course.submit("untouched", course.release_notebook())
+        home, scratch = base / "home", base / "tmp"
         for student, cheat in CHEATERS.items():
-            course.submit(student, _with_cheat(course.release_notebook(), CHEATS[cheat]))
-        home = base / "home"
+            course.submit(student, _with_cheat(course.release_notebook(), CHEATS[cheat].replace("SCRATCH",
+                                                                                                  str(scratch))))
+        for student, (attack, _) in ATTACKERS.items():
+            course.submit(student, _with_attack(course.answered(exercises), attack, canary))
         home.mkdir()
+        scratch.mkdir()
+        canary.write_text("the grader's alone")
+        canary.chmod(0o600)
         grader.own(base)
-        before = _tree_digest(*_installed())
-        proc = grader.grade(course, home, "--jobs", "2")
+        before, canary_before = _tree_digest(*_installed()), _stat(canary)
+        proc = grader.grade(course, home, "--jobs", "2", "--cpu-seconds", str(CPU_SECONDS))
         after = _tree_digest(*_installed())
-        yield Graded(course, home, proc, course.scores(), _manual_scores(course), before, after, _processes_with(MARK))
+        yield Graded(course, home, proc, course.scores(), _manual_scores(course), before, after,
+                     _processes_with(MARK) + _processes_with(str(base)), (canary_before, _stat(canary)))
         for leftover in _processes_with(MARK):    # never leave a cheat running, whatever the verdict
             os.kill(int(leftover.split(":")[0]), 9)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _stat(path: Path) -> tuple:
+    found = path.stat()
+    return path.read_bytes(), found.st_mode, found.st_uid, found.st_gid
+
+
+def _with_attack(nb, attack: str, canary: Path):
+    """The solved notebook whose first answer cell starts with ``attack``."""
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    cell.source = textwrap.dedent(attack).strip().replace("MARK", MARK).replace("CANARY", str(canary)) + \
+        "\n" + cell.source
+    return nb
 
 
 def _with_cheat(nb, cheat: str):
@@ -391,7 +513,8 @@ def _cheat_output(graded: Graded, student: str) -> str:
 
 def test_every_submission_is_graded(graded):
     assert graded.proc.returncode == 0, graded.proc.stdout + graded.proc.stderr[-3000:]
-    assert f"{LAB}: {len(HONEST) + 1 + len(CHEATERS)} graded, 0 skipped, 0 failed" in graded.proc.stdout
+    assert f"{LAB}: {len(HONEST) + 1 + len(CHEATERS) + len(ATTACKERS)} graded, 0 skipped, 0 failed" in \
+        graded.proc.stdout
 
 
 def test_honest_submissions_graded_beside_the_cheats_earn_full_marks(graded):
@@ -434,5 +557,30 @@ def test_solutions_and_other_submissions_are_out_of_sight(graded):
 
 
 def test_no_process_a_submission_started_outlives_its_notebook(graded):
-    assert graded.alive == []
-    assert _processes_with(str(graded.course.root)) == []
+    assert graded.alive == []                 # no sandbox's bwrap, kernel or child, detached or not
+
+
+@pytest.mark.parametrize("student", list(ATTACKERS))
+def test_an_attack_on_the_host_costs_its_own_cell_and_nothing_else(graded, student):
+    """The attacking cell's exercise earns nothing and says which limit stopped it; the others are graded."""
+    said = _cheat_output(graded, student)
+    for words in ATTACKERS[student][1]:
+        assert words in said, said
+    total, scores = graded.scores[student]
+    assert scores["configmap_test"] == 0 and total == sum(e.points for e in graded.course.exercises()) - 1, said
+
+
+def test_links_planted_in_the_sandbox_lead_the_grader_nowhere(graded):
+    before, after = graded.canary
+    assert after == before
+    assert "planted 0 links" not in _cheat_output(graded, "links")
+
+
+def test_the_sandboxes_writable_space_is_bounded_and_in_memory(graded):
+    wrote = int(re.search(r"wrote (\d+) MiB", _cheat_output(graded, "disk")).group(1))
+    assert 0 < wrote <= 512 + 64                               # the disk limit, and /dev/shm
+
+
+def test_a_submission_runs_no_more_than_its_process_limit(graded):
+    started = int(re.search(r"started (\d+) processes", _cheat_output(graded, "processes")).group(1))
+    assert 0 < started < 128

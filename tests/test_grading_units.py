@@ -1,6 +1,7 @@
 """The grading pipeline's pure parts: reading test cells, scoring rules, feedback, cluster identity, the table."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,7 @@ from gpulab.grading.cells import CheckCall, check_calls, is_graded, is_instructo
 from gpulab.grading.clusters import SubmissionCluster, _start_ticks, stop_clusters_under
 from gpulab.grading.execute import kernel_env
 from gpulab.grading.feedback import ExplainGrades
+from gpulab.grading.limits import Limits
 from gpulab.grading.parallel import Outcome, Report, summary
 from gpulab.grading.recheck import UnreadableAnswer, parse_answer
 from gpulab.grading.scoring import verified_score
@@ -157,11 +159,11 @@ def test_the_learners_kernel_sees_only_its_own_cluster(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1000")
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
     cluster = SubmissionCluster(tmp_path, {"apiVersion": "v1", "kind": "Config"}, 0, None)
-    env = kernel_env(cluster)
+    assert cluster.learner_kubeconfig() == "apiVersion: v1\nkind: Config\n"
+    env = kernel_env()
     assert env["GPULAB_CLUSTER"] == "kubeconfig"
-    assert env["KUBECONFIG"] == str(tmp_path / "learner" / "kubeconfig")
-    assert Path(env["KUBECONFIG"]).read_text() == "apiVersion: v1\nkind: Config\n"
-    assert env["GPULAB_HOME"] == env["HOME"] == str(tmp_path / "learner")
+    assert env["KUBECONFIG"] == "/home/learner/kubeconfig"               # in the sandbox's own tmpfs
+    assert env["GPULAB_HOME"] == env["HOME"] == "/home/learner"
     assert env["NBGRADER_EXECUTION"] == "autograde"
     assert env["TMPDIR"] == "/tmp" and env["LC_ALL"] == "C.UTF-8"
     assert not {"GPULAB_CLUSTER_NAME", "GPULAB_GRADING_DIR", "XDG_RUNTIME_DIR"} & set(env)
@@ -170,32 +172,38 @@ def test_the_learners_kernel_sees_only_its_own_cluster(tmp_path, monkeypatch):
 
 # --- the sandbox ---------------------------------------------------------------------------
 
+LIMITS = Limits(memory=2 << 30, disk=64 << 20, processes=32, cpu_seconds=60)
+
+
 def _sandbox(tmp_path: Path, launcher=None, **kwargs):
     from gpulab.grading.sandbox import Launcher, Sandbox, SubmissionDirs
 
     notebook_dir = tmp_path / "course" / "autograded" / "alice" / "lab"
     notebook_dir.mkdir(parents=True, exist_ok=True)
-    return Sandbox(launcher or Launcher("bwrap"), SubmissionDirs(tmp_path / "grade-x"), notebook_dir, **kwargs)
+    return Sandbox(launcher or Launcher("bwrap"), SubmissionDirs(tmp_path / "grade-x"), notebook_dir, LIMITS,
+                   **kwargs)
 
 
 def _pairs(args: list[str], option: str) -> list[tuple[str, str]]:
     return [(args[i + 1], args[i + 2]) for i, a in enumerate(args) if a == option]
 
 
-def test_a_sandbox_shows_the_system_read_only_and_writes_only_its_own_directories(tmp_path):
+def test_a_sandbox_shows_the_system_read_only_and_writes_only_its_own_tmpfs(tmp_path):
     venv, package = tmp_path / "venv", tmp_path / "src" / "gpulab"
     sandbox = _sandbox(tmp_path, read_only=(venv, package, venv / "lib"))
     args = sandbox.mounts()
     read_only = _pairs(args, "--ro-bind")
     assert (str(venv), str(venv)) in read_only and (str(package), str(package)) in read_only
     assert (str(venv / "lib"), str(venv / "lib")) not in read_only          # shown with its parent already
-    assert _pairs(args, "--bind") == [(str(sandbox.dirs.learner),) * 2, (str(sandbox.dirs.runtime),) * 2,
-                                      (str(sandbox.dirs.work), str(sandbox.notebook_dir))]
-    assert args.index("--bind") > max(i for i, a in enumerate(args) if a == "--ro-bind")
+    assert read_only[-1] == (str(sandbox.dirs.seed), "/run/gpulab/seed")
+    assert "--bind" not in args                                              # nothing of the host is writable
+    sized = [(args[i + 1], args[i + 3]) for i, a in enumerate(args) if a == "--size"]
+    assert sized == [(str(64 << 20), "/dev/shm"), (str(LIMITS.disk), "/home")]
+    assert ("home/tmp", "/tmp") in _pairs(args, "--symlink")
+    assert args[-4:] == ["--remount-ro", "/dev", "--remount-ro", "/"]       # last: the rest read-only
     # the folders above what is shown are made traversable (bwrap would copy a 0700 home's mode)
-    first_bind = args.index("--ro-bind", args.index("--tmpfs"))
-    made = [args[i + 3] for i, a in enumerate(args[:first_bind]) if a == "--perms" and args[i + 2] == "--dir"]
-    assert str(tmp_path) in made and str(tmp_path / "src") in made and str(tmp_path / "grade-x") in made
+    made = [args[i + 3] for i, a in enumerate(args) if a == "--perms" and args[i + 2] == "--dir"]
+    assert str(tmp_path) in made and str(tmp_path / "src") in made and "/run/gpulab" in made
     assert "--ro-bind-try" in args and ("/usr", "/usr") in _pairs(args, "--ro-bind-try")
 
 
@@ -208,30 +216,31 @@ def test_a_hidden_folder_under_a_shown_one_is_covered_and_what_it_holds_shown_ag
     covered = args.index("--tmpfs", args.index(str(course)) - 1)
     assert args[covered + 1] == str(course)
     assert ("--ro-bind", str(inner), str(inner)) == tuple(args[covered + 2:covered + 5])
+    assert ("--remount-ro", str(course)) in zip(args, args[1:])      # a cover the kernel cannot write either
     assert str(tmp_path / "not-there") not in args
-    assert args.index("--bind") > covered                     # the notebook's own folder goes back on top
 
 
-def test_an_ordinary_user_gets_a_user_namespace_and_root_an_unprivileged_account():
+def test_an_ordinary_user_gets_a_user_namespace_and_root_a_uid_of_its_own():
     from gpulab.grading.sandbox import Launcher
 
-    user, root = Launcher("bwrap"), Launcher("bwrap", 65534, 65534)
-    assert user.namespaces()[:2] == ["--unshare-user", "--disable-userns"] and user.identity() == []
+    user, root = Launcher("bwrap"), Launcher("bwrap", as_root=True)
+    assert user.namespaces()[:2] == ["--unshare-user", "--disable-userns"] and user.identity(None) == []
     assert "--unshare-user" not in root.namespaces() and "--unshare-net" in root.namespaces()
-    assert root.identity()[:3] == ["setpriv", "--reuid=65534", "--regid=65534"]
+    assert root.identity(1900000007)[:3] == ["setpriv", "--reuid=1900000007", "--regid=1900000007"]
     for launcher in (user, root):
         assert {"--unshare-pid", "--unshare-net", "--die-with-parent"} <= set(launcher.namespaces())
 
 
-def test_the_kernels_working_directory_holds_the_submissions_files_but_no_notebook(tmp_path):
+def test_the_kernels_seed_holds_the_submissions_files_but_no_notebook(tmp_path):
     notebook_dir = tmp_path / "course" / "autograded" / "alice" / "lab"
     sandbox = _sandbox(tmp_path, hidden=(notebook_dir / "gradebook.db",))     # an odd layout: the gradebook there
     (sandbox.notebook_dir / "lab.ipynb").write_text("{}")           # autograded: hidden tests inside
     (sandbox.notebook_dir / "data.yaml").write_text("a: 1")
     (sandbox.notebook_dir / "gradebook.db").write_text("grades")
-    sandbox.prepare()
-    assert sorted(p.name for p in sandbox.dirs.work.iterdir()) == ["data.yaml"]
-    assert sandbox.dirs.learner.is_dir() and sandbox.dirs.runtime.is_dir()
+    sandbox.prepare("apiVersion: v1\n")
+    assert sorted(p.name for p in (sandbox.dirs.seed / "work").iterdir()) == ["data.yaml"]
+    assert (sandbox.dirs.seed / "home" / "kubeconfig").read_text() == "apiVersion: v1\n"
+    assert sandbox.workdir == Path("/home/learner/lab")
 
 
 def test_no_working_sandbox_is_refused_with_what_to_do(monkeypatch):
@@ -275,7 +284,7 @@ def test_a_sandboxed_process_reaches_its_cluster_and_nothing_else_and_dies_with_
     import socket
 
     from gpulab.grading.bridge import ClusterBridge
-    from gpulab.grading.sandbox import SandboxUnavailable, launcher
+    from gpulab.grading.sandbox import PROBE_UID, SandboxUnavailable, launcher
 
     try:
         sandboxing = launcher()
@@ -283,9 +292,9 @@ def test_a_sandboxed_process_reaches_its_cluster_and_nothing_else_and_dies_with_
         pytest.skip(str(exc))
     cluster, other = _echo_server(), _echo_server()
     secret = tmp_path / "course" / "gradebook.db"
-    sandbox = _sandbox(tmp_path, sandboxing, hidden=(tmp_path / "course",))
+    sandbox = _sandbox(tmp_path, sandboxing, hidden=(tmp_path / "course",), uid=PROBE_UID)
     secret.write_text("grades")
-    sandbox.prepare()
+    sandbox.prepare("")
     program = textwrap.dedent(f"""
         import os, socket, subprocess, sys, gpulab
         s = socket.create_connection(("127.0.0.1", {cluster.getsockname()[1]}), timeout=5)
@@ -474,3 +483,52 @@ def test_a_lab_without_starting_steps_needs_no_template(tmp_path):
     from gpulab.grading.clusters import build_template
 
     assert build_template("no-such-lab", tmp_path) is None
+
+
+# --- limits and identities -----------------------------------------------------------------
+
+def test_limit_settings_are_refused_with_how_to_write_them(capsys):
+    from traitlets import TraitError
+    from traitlets.config import Config
+
+    from gpulab.cli import main
+    from gpulab.grading.execute import HermeticExecute
+
+    config = Config()
+    config.HermeticExecute.memory_limit = "2GB"
+    with pytest.raises(TraitError, match=r"c.HermeticExecute.memory_limit '2GB' is not a size: write it as a "
+                                         r"pod's limits are written, e.g. 2Gi or 512Mi"):
+        HermeticExecute(config=config)
+    with pytest.raises(SystemExit):
+        main(["grade", "lab", "--processes", "0"])
+    assert "argument --processes: --processes '0' must be a whole number, at least 1" in capsys.readouterr().err
+    assert HermeticExecute().limits == Limits(memory=2 << 30, disk=512 << 20, processes=128, cpu_seconds=300)
+
+
+def test_sandbox_uids_must_be_nobodys():
+    import pwd
+
+    from gpulab.grading.identity import parse_uids
+
+    with pytest.raises(ValueError, match="is not a range of uids: write FIRST-LAST, e.g. 1900000000-1900000999"):
+        parse_uids("nobody")
+    with pytest.raises(ValueError, match="must be above 0"):
+        parse_uids("0-10")
+    nobody = pwd.getpwnam("nobody").pw_uid
+    with pytest.raises(ValueError, match=rf"holds uids or gids of this system's accounts: .*nobody \({nobody}\)"):
+        parse_uids(f"{nobody - 1}-{nobody + 1}")
+    assert parse_uids("1900000000-1900000999") == range(1900000000, 1900001000)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="uids are leased when grading as root")
+def test_each_sandbox_leases_a_uid_of_its_own_and_nothing_else_runs_as_it():
+    from gpulab.grading.identity import lease
+
+    uids = range(1900000990, 1900000993)
+    with lease(uids) as first:
+        squatter = subprocess.Popen(["setpriv", f"--reuid={first + 1}", f"--regid={first + 1}", "--clear-groups",
+                                     "sleep", "60"])
+        time.sleep(0.5)
+        with lease(uids) as second:
+            assert second != first and second in uids
+            assert squatter.wait(timeout=10) == -9          # a process left running as the uid is killed first

@@ -86,13 +86,9 @@ class SubmissionCluster:
             self._client = kube_config.new_client_from_config_dict(self.kubeconfig)
         return self._client
 
-    def learner_kubeconfig(self) -> Path:
-        """A copy of the kubeconfig for the learner's kernel (which may rewrite it at will)."""
-        path = self.home / "learner" / "kubeconfig"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(self.kubeconfig, sort_keys=False))
-        path.chmod(0o600)
-        return path
+    def learner_kubeconfig(self) -> str:
+        """The kubeconfig the learner's kernel gets a copy of (which it may rewrite at will)."""
+        return yaml.safe_dump(self.kubeconfig, sort_keys=False)
 
     def alive(self) -> bool:
         """True while the server process the grader started still runs (not a replacement on the same port)."""

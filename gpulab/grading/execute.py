@@ -9,7 +9,11 @@ What differs from ``nbgrader.preprocessors.Execute`` (nbclient's ``NotebookClien
 * the kernel, and everything it starts, runs in the submission's sandbox
   (:mod:`.sandbox`, :mod:`.kernel`): it sees its notebook's files, its own
   home and the installed packages (read-only), reaches only its own cluster,
-  and every process it started ends with it;
+  runs as an identity of its own (:mod:`.identity`) within the limits set here
+  (:mod:`.limits`), and every process it started ends with it;
+* a cell that goes over one of those limits gets an error output saying
+  which, and the kernel is restarted as after a timeout, so the cells after
+  it start afresh;
 * right after each test cell, before the next cell can change the cluster, the
   grader re-runs the cell's checks itself (:mod:`.recheck`) and keeps its
   verdict in ``resources["gpulab"]["verdicts"]`` for scoring
@@ -28,6 +32,7 @@ import importlib.util
 import os
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from queue import Empty
 
@@ -36,18 +41,21 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Integer, List, Unicode, default
+from traitlets import Bool, Integer, List, TraitError, Unicode, default, validate
 
 from .bridge import ClusterBridge
 from .cells import check_calls, is_graded
 from .clusters import BASE_DIR_ENV, SubmissionCluster, base_directory, remove_later, supply_for
 from .forkserver import SOCKET_ENV
+from .identity import DEFAULT_UIDS, lease, parse_uids
 from .kernel import SandboxedKernelManager
+from .limits import DEFAULT_CPU_SECONDS, DEFAULT_DISK, DEFAULT_MEMORY, DEFAULT_PROCESSES, Limits, parse_size
 from .recheck import ANSWER_EXPRESSION, UnreadableAnswer, judge, known_checks, parse_answer
-from .sandbox import DEFAULT_ACCOUNT, Sandbox, SubmissionDirs, launcher
+from .sandbox import HOME, Sandbox, SubmissionDirs, launcher
 from .sanitize import GRADER_KEY
 
 DISAGREEMENT = "GraderCheckFailed"
+LIMIT_EXCEEDED = "LimitExceeded"
 
 
 class HermeticExecute(Execute):
@@ -56,9 +64,47 @@ class HermeticExecute(Execute):
         "loaded into the grader once, never from a submission")).tag(config=True)
     prestart = Bool(False, help="Start the next notebook's cluster while this one runs").tag(config=True)
     recheck_timeout = Integer(30, help="Seconds the grader's own checks of one test cell may take").tag(config=True)
-    sandbox_account = Unicode(DEFAULT_ACCOUNT, help=(
-        "The unprivileged account learner kernels run as when grading as root (as an ordinary user, kernels "
-        "keep the grader's identity inside a user namespace)")).tag(config=True)
+    sandbox_uids = Unicode(DEFAULT_UIDS, help=(
+        "FIRST-LAST: the uids learner kernels run as when grading as root, one per submission graded at once, "
+        "none an account's (as an ordinary user, each kernel has a user namespace of its own)")).tag(config=True)
+    memory_limit = Unicode(DEFAULT_MEMORY, help=(
+        "Memory (address space) each process of a learner kernel may use, as a Kubernetes quantity (2Gi)")
+    ).tag(config=True)
+    disk_limit = Unicode(DEFAULT_DISK, help=(
+        "All a learner kernel may write (its folder, home and /tmp, held in memory), as a quantity (512Mi)")
+    ).tag(config=True)
+    process_limit = Integer(DEFAULT_PROCESSES, help=(
+        "Processes and threads a learner kernel may run at once, itself included")).tag(config=True)
+    cpu_limit = Integer(DEFAULT_CPU_SECONDS, help=(
+        "Seconds of CPU time each process of a learner kernel may use (a restarted kernel starts afresh)")
+    ).tag(config=True)
+
+    @validate("memory_limit", "disk_limit")
+    def _a_size(self, proposal) -> str:
+        try:
+            parse_size(proposal.value, f"c.HermeticExecute.{proposal.trait.name}")
+        except ValueError as exc:
+            raise TraitError(str(exc)) from None
+        return proposal.value
+
+    @validate("process_limit", "cpu_limit")
+    def _a_count(self, proposal) -> int:
+        if proposal.value < 1:
+            raise TraitError(f"c.HermeticExecute.{proposal.trait.name} must be at least 1, not {proposal.value}")
+        return proposal.value
+
+    @validate("sandbox_uids")
+    def _a_range(self, proposal) -> str:
+        try:
+            parse_uids(proposal.value)
+        except ValueError as exc:
+            raise TraitError(str(exc)) from None
+        return proposal.value
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(parse_size(self.memory_limit, "memory_limit"), parse_size(self.disk_limit, "disk_limit"),
+                      self.process_limit, self.cpu_limit)
 
     @default("shutdown_kernel")
     def _kill_kernel_when_done(self) -> str:
@@ -72,18 +118,20 @@ class HermeticExecute(Execute):
         self._verdicts = self.resources.setdefault("gpulab", {}).setdefault("verdicts", {})
         self._replayable: list[str] = []
         self._timed_out: list[int] = []
-        sandboxing = launcher(self.sandbox_account)          # SandboxUnavailable before any cluster starts
+        sandboxing = launcher()          # SandboxUnavailable before any cluster starts
         cluster = supply_for(self.resources["nbgrader"]["assignment"], self.prestart).take()
+        identity = lease(parse_uids(self.sandbox_uids)) if sandboxing.as_root else nullcontext()
         try:
-            env = kernel_env(cluster)
-            notebook_dir = Path(self.resources["metadata"]["path"]).resolve()     # nbconvert sets it, always
-            self._sandbox = Sandbox(sandboxing, SubmissionDirs(cluster.home), notebook_dir, self._hidden_paths())
-            self._sandbox.prepare()
-            with ClusterBridge(cluster.port) as self._bridge, self.setup_kernel(env=env):
-                info = self.wait_for_reply(self.kc.kernel_info())
-                self.nb.metadata["language_info"] = info["content"]["language_info"]
-                for index, cell in enumerate(self.nb.cells):
-                    self._run(cell, index, cluster)
+            with identity as uid:
+                notebook_dir = Path(self.resources["metadata"]["path"]).resolve()     # nbconvert sets it, always
+                self._sandbox = Sandbox(sandboxing, SubmissionDirs(cluster.home), notebook_dir, self.limits, uid,
+                                        self._hidden_paths())
+                self._sandbox.prepare(cluster.learner_kubeconfig())
+                with ClusterBridge(cluster.port) as self._bridge, self.setup_kernel(env=kernel_env()):
+                    info = self.wait_for_reply(self.kc.kernel_info())
+                    self.nb.metadata["language_info"] = info["content"]["language_info"]
+                    for index, cell in enumerate(self.nb.cells):
+                        self._run(cell, index, cluster)
             self.set_widgets_metadata()
         finally:
             remove_later(cluster)
@@ -129,7 +177,12 @@ class HermeticExecute(Execute):
         else:
             timed_out = any(o.output_type == "error" and o.get("ename") == self.error_on_timeout["ename"]
                             for o in cell.outputs)
-            if timed_out:
+            over = self._sandbox.limits.exceeded(cell.outputs)
+            if over:
+                cell.outputs.append(_error(LIMIT_EXCEEDED, self._sandbox.limits.explain(over)))
+                self.log.warning("Cell %d went over the submission's %s limit; restarting the kernel", index, over)
+                self._restart()
+            elif timed_out:
                 self._timed_out.append(index)
             elif not is_graded(cell):
                 self._replayable.append(cell.source)
@@ -197,12 +250,12 @@ INHERITED_PREFIXES = ("LANG", "LC_", "TZ", "PYTHON", "GPULAB_")
 GRADER_ONLY = frozenset({"GPULAB_CLUSTER_NAME", "GPULAB_HOME", SOCKET_ENV, BASE_DIR_ENV})
 
 
-def kernel_env(cluster: SubmissionCluster) -> dict[str, str]:
-    """The learner kernel's environment: its cluster through a kubeconfig, private homes, nothing of the grader's."""
-    learner = cluster.home / "learner"
+def kernel_env() -> dict[str, str]:
+    """The learner kernel's environment: its cluster through a kubeconfig, a home of its own in its sandbox
+    (:data:`.sandbox.HOME`), nothing of the grader's."""
     env = {k: v for k, v in os.environ.items() if k.startswith(INHERITED_PREFIXES) and k not in GRADER_ONLY}
-    env.update(GPULAB_CLUSTER="kubeconfig", KUBECONFIG=str(cluster.learner_kubeconfig()), HOME=str(learner),
-               GPULAB_HOME=str(learner), KUBECACHEDIR=str(learner / "kubecache"), NBGRADER_EXECUTION="autograde",
+    env.update(GPULAB_CLUSTER="kubeconfig", KUBECONFIG=str(HOME / "kubeconfig"), HOME=str(HOME),
+               GPULAB_HOME=str(HOME), KUBECACHEDIR=str(HOME / "kubecache"), NBGRADER_EXECUTION="autograde",
                TMPDIR="/tmp", PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
     return env
 

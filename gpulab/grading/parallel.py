@@ -115,7 +115,8 @@ class _Template:
 
 
 class _Worker:
-    def __init__(self, index: int, course_dir: Path, lab: str, force: bool, scratch: Path, environ: dict):
+    def __init__(self, index: int, course_dir: Path, lab: str, force: bool, settings: tuple[str, ...], scratch: Path,
+                 environ: dict):
         self.directory = scratch / f"worker-{index}"
         self.directory.mkdir(parents=True, exist_ok=True)
         self.log_path = self.directory.with_suffix(".log")
@@ -123,7 +124,8 @@ class _Worker:
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # nbgrader runs alembic
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "gpulab.grading.worker", str(course_dir), lab, *(["--force"] if force else [])],
+                [sys.executable, "-m", "gpulab.grading.worker", str(course_dir), lab, *(["--force"] if force else []),
+                 *settings],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, text=True, bufsize=1,
                 start_new_session=True)
         self.student: str | None = None
@@ -163,8 +165,11 @@ class _Worker:
         stop_clusters_under(self.directory)
 
 
-def grade(course_dir: Path, lab: str, *, jobs: int = 2, force: bool = False, progress: bool = True) -> Report:
-    """Autograde every submission of ``lab`` in ``course_dir`` with ``jobs`` grading processes."""
+def grade(course_dir: Path, lab: str, *, jobs: int = 2, force: bool = False, progress: bool = True,
+          settings: tuple[str, ...] = ()) -> Report:
+    """Autograde every submission of ``lab`` in ``course_dir`` with ``jobs`` grading processes; ``settings``
+    (``--HermeticExecute.cpu_limit=60``, say) override the course's nbgrader_config.py, as on nbgrader's command
+    line."""
     from tqdm import tqdm
 
     course_dir = Path(course_dir).resolve()
@@ -180,7 +185,7 @@ def grade(course_dir: Path, lab: str, *, jobs: int = 2, force: bool = False, pro
 
     def spawn() -> _Worker:
         nonlocal spawned
-        worker = _Worker(spawned, course_dir, lab, force, scratch, environ)
+        worker = _Worker(spawned, course_dir, lab, force, settings, scratch, environ)
         spawned += 1
         workers.append(worker)
         selector.register(worker.process.stdout, selectors.EVENT_READ, worker)

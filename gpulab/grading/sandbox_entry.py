@@ -1,6 +1,13 @@
-"""The first thing that runs inside a submission's sandbox: open the cluster's address there, then become the kernel.
+"""The first thing that runs inside a submission's sandbox: bound it, fill its writable space, open the cluster's
+address there, then become the kernel.
 
-``python -m gpulab.grading.sandbox_entry --listen PORT --bridge-fd FD -- KERNEL ARGV...``
+``python -m gpulab.grading.sandbox_entry --listen PORT --bridge-fd FD --limits JSON --seed SEED --workdir DIR
+-- KERNEL ARGV...``
+
+It sets the submission's limits (:mod:`.limits`) on itself, so on the kernel
+and everything it starts, and copies the grader's seed into the sandbox's
+writable tmpfs (an empty one each time the kernel starts): the kubeconfig into
+the home, the notebook's folder into ``DIR``, its working directory.
 
 The sandbox has a network namespace of its own with nothing but loopback, so
 the learner's kubeconfig (``https://127.0.0.1:PORT``) would reach nothing.
@@ -16,8 +23,13 @@ from __future__ import annotations
 
 import os
 import runpy
+import shutil
 import socket
 import sys
+from pathlib import Path
+
+from .limits import Limits
+from .sandbox import HOME, RUNTIME
 
 
 def open_cluster_address(port: int, bridge_fd: int) -> None:
@@ -27,6 +39,15 @@ def open_cluster_address(port: int, bridge_fd: int) -> None:
     listener.listen(128)
     with socket.socket(fileno=bridge_fd) as bridge, listener:
         socket.send_fds(bridge, [b"listener"], [listener.fileno()])
+
+
+def fill(seed: Path, workdir: Path) -> None:
+    """The home (kubeconfig), the socket folder and the working directory, from the seed."""
+    shutil.copytree(seed / "home", HOME, symlinks=True)
+    HOME.chmod(0o700)
+    RUNTIME.mkdir(mode=0o700, parents=True)
+    shutil.copytree(seed / "work", workdir, symlinks=True)
+    os.chdir(workdir)
 
 
 def run_kernel(argv: list[str]) -> None:
@@ -40,6 +61,8 @@ def run_kernel(argv: list[str]) -> None:
 def main(argv: list[str]) -> int:
     split = argv.index("--")
     options = dict(zip(argv[:split:2], argv[1:split:2]))
+    Limits.from_json(options["--limits"]).apply()
+    fill(Path(options["--seed"]), Path(options["--workdir"]))
     open_cluster_address(int(options["--listen"]), int(options["--bridge-fd"]))
     run_kernel(argv[split + 1:])
     return 0

@@ -1,11 +1,13 @@
-"""One grading process of ``gpulab grade``: ``python -m gpulab.grading.worker COURSE_DIR LAB [--force]``.
+"""One grading process of ``gpulab grade``: ``python -m gpulab.grading.worker COURSE_DIR LAB [--force]
+[--Class.trait=VALUE ...]`` (settings given to nbgrader as on its own command line).
 
 It reads student ids on stdin, one per line, runs nbgrader's own autograde
 for each (``NbGraderAPI.autograde``, what the formgrader calls, configured from
 the course's ``nbgrader_config.py`` exactly as ``nbgrader autograde`` is) and
 answers one JSON line per student. nbgrader is imported once per process, and
 the next submission's cluster starts while this one runs. Where learner
-kernels cannot be sandboxed, it answers one ``fatal`` line and ends.
+kernels cannot be sandboxed, or the sandbox's settings are wrong, it answers
+one ``fatal`` line and ends.
 
 Learner code runs in sandboxed kernels this process starts, which cannot
 reach it; should it die all the same (out of memory, killed by an operator),
@@ -21,19 +23,21 @@ import sys
 import time
 from pathlib import Path
 
+from traitlets import TraitError
+
 from .sandbox import SandboxUnavailable, launcher
 
 # gradebook.db is shared by the grading processes: wait for SQLite's write lock instead of failing after 5 s.
 DB_LOCK_TIMEOUT_S = 300
 
 
-def autograder(course_dir: Path):
-    """nbgrader's API for ``course_dir``, with the configuration ``nbgrader autograde`` would load there."""
+def autograder(course_dir: Path, settings: list[str]):
+    """nbgrader's API for ``course_dir``, with the configuration ``nbgrader autograde SETTINGS`` would load there."""
     from nbgrader.apps import AutogradeApp, NbGraderAPI
 
     os.chdir(course_dir)
     app = AutogradeApp()
-    app.initialize([])
+    app.initialize(settings)
     app.coursedir.db_url = f"sqlite:///{course_dir / 'gradebook.db'}?timeout={DB_LOCK_TIMEOUT_S}"
     app.config.HermeticExecute.prestart = True
     return NbGraderAPI(coursedir=app.coursedir, parent=app)
@@ -44,10 +48,10 @@ def main(argv: list[str]) -> int:
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)                      # stray prints go to the log, not into the answers
     sys.stdout = sys.stderr
-    api = autograder(course_dir)
+    api = autograder(course_dir, [arg for arg in argv[2:] if arg != "--force"])
     try:
         sandbox_ready(api)
-    except SandboxUnavailable as exc:          # nothing can be graded here: say so once, not per submission
+    except (SandboxUnavailable, TraitError) as exc:   # nothing can be graded here: say so once, not per submission
         answers.write(json.dumps({"fatal": str(exc)}) + "\n")
         return 1
     try:
@@ -75,10 +79,12 @@ def main(argv: list[str]) -> int:
 
 
 def sandbox_ready(api) -> None:
-    """Raise :class:`SandboxUnavailable` unless learner kernels can be sandboxed as the course configures."""
+    """Raise :class:`SandboxUnavailable` unless learner kernels can be sandboxed here, or ``TraitError`` unless the
+    course's sandbox settings (limits, uids) are valid."""
     from .execute import HermeticExecute
 
-    launcher(HermeticExecute(config=api.config).sandbox_account)
+    HermeticExecute(config=api.config)
+    launcher()
 
 
 def timed_out_cells(api, lab: str, student: str) -> int:
