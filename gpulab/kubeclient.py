@@ -176,8 +176,9 @@ class Kube:
             query.append(("fieldSelector", field_selector))
         return self.request("GET", res.path(namespace=namespace), query=query, timeout=timeout)
 
-    def create(self, res: Resource, obj: dict, namespace: str | None = None, *, dry_run: bool = False) -> dict:
-        query = self._manager() + ([("dryRun", "All")] if dry_run else [])
+    def create(self, res: Resource, obj: dict, namespace: str | None = None, *, dry_run: bool = False,
+               manager: str | None = None) -> dict:
+        query = self._manager(manager) + ([("dryRun", "All")] if dry_run else [])
         return self.request("POST", res.path(namespace=namespace), body=obj, query=query)
 
     def update(self, res: Resource, obj: dict, *, subresource: str | None = None) -> dict:

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import KUBECTL, ROOT, VENV_BIN, Cluster, require_upstream, wait_for
+from tests.conftest import ROOT, VENV_BIN, Cluster, require_upstream, wait_for
 
 pytestmark = pytest.mark.upstream
 
@@ -143,7 +143,7 @@ def test_missing_or_foreign_binaries_say_what_to_do(tmp_path):
     empty.mkdir()
     up = gpulab(tmp_path, "cluster", "up", "--engine", "upstream", env={"GPULAB_UPSTREAM_BIN": str(empty)})
     assert up.returncode == 1
-    assert up.stderr.startswith(f"error: the upstream engine's programs are not built (kube-apiserver, ")
+    assert up.stderr.startswith("error: the upstream engine's programs are not built (kube-apiserver, ")
     assert "run `make upstream`" in up.stderr
     from gpulab.upstream import build
 

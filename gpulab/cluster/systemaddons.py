@@ -23,10 +23,10 @@ from .objects import rfc3339
 
 DATA = Path(__file__).parent / "data"
 DNS_IP = "10.96.0.10"  # kubeadm: the tenth address of the service range
-_KEYS = {"Namespace": "namespaces", "StorageClass": "storageclasses.storage.k8s.io",
+KEYS = {"Namespace": "namespaces", "StorageClass": "storageclasses.storage.k8s.io",
          "ServiceAccount": "serviceaccounts", "ConfigMap": "configmaps", "Service": "services",
          "Deployment": "deployments.apps", "DaemonSet": "daemonsets.apps", "Pod": "pods"}
-_MANAGERS = {"Pod": "kubelet"}
+MANAGERS = {"Pod": "kubelet"}
 
 
 def _documents(name: str, **values: str) -> list[dict]:
@@ -37,17 +37,22 @@ def _documents(name: str, **values: str) -> list[dict]:
 
 def install(api: Api, cluster: str, version: str) -> None:
     """Create whatever of kube-system's add-ons and mirror pods is missing (a no-op on a resumed cluster)."""
-    for obj in _documents("kube-system.yaml", cluster=cluster, version=version, dns_ip=DNS_IP):
+    for obj in objects(cluster, version, api.try_get("nodes", f"{cluster}-control-plane")):
         _ensure(api, obj)
-    for obj in _documents("local-path-storage.yaml"):  # kind's default storage
-        _ensure(api, obj)
-    node = api.try_get("nodes", f"{cluster}-control-plane")
-    if node is None:
-        return
-    node_ip = next((a["address"] for a in node["status"].get("addresses", []) if a["type"] == "InternalIP"), "")
-    for pod in _documents("control-plane.yaml", node=node["metadata"]["name"], node_ip=node_ip, version=version,
-                          cluster=cluster):
-        _ensure(api, _mirror(pod, node))
+
+
+def objects(cluster: str, version: str, control_plane: dict | None) -> list[dict]:
+    """kube-system's add-ons, kind's default storage and, given the control-plane Node, its mirror pods: what
+    kubeadm and kind create, for any engine to create through its API."""
+    found = _documents("kube-system.yaml", cluster=cluster, version=version, dns_ip=DNS_IP)
+    found += _documents("local-path-storage.yaml")              # kind's default storage
+    if control_plane is None:
+        return found
+    node_ip = next((a["address"] for a in control_plane["status"].get("addresses", []) if a["type"] == "InternalIP"),
+                   "")
+    return found + [_mirror(pod, control_plane) for pod in _documents(
+        "control-plane.yaml", node=control_plane["metadata"]["name"], node_ip=node_ip, version=version,
+        cluster=cluster)]
 
 
 def _mirror(pod: dict, node: dict) -> dict:
@@ -69,8 +74,8 @@ def _mirror(pod: dict, node: dict) -> dict:
 
 def _ensure(api: Api, obj: dict) -> None:
     try:
-        api.create(_KEYS[obj["kind"]], obj, obj["metadata"].get("namespace"),
-                   manager=_MANAGERS.get(obj["kind"], "kubeadm"))
+        api.create(KEYS[obj["kind"]], obj, obj["metadata"].get("namespace"),
+                   manager=MANAGERS.get(obj["kind"], "kubeadm"))
     except ApiError as exc:
         if exc.code != 409:
             raise

@@ -178,6 +178,29 @@ def _register_nodes(name: str, kubeconfig: Path, nodes: list[dict]) -> None:
         kube.close()
 
 
+def _system_addons(name: str, kubeconfig: Path, version: str) -> None:
+    """kube-system as kubeadm and kind leave it (CoreDNS, kube-proxy, kind's storage, the control plane's mirror
+    pods: the embedded cluster's own list, :func:`gpulab.cluster.systemaddons.objects`), created through the API;
+    kwokctl installs none of them. Objects already there are kept, as on a resumed cluster."""
+    from ..cluster import systemaddons
+    from ..kubeclient import NODES, ApiException, Kube, Resource
+
+    kube = Kube.from_kubeconfig(str(kubeconfig))
+    try:
+        control_plane = kube.try_get(NODES, f"{name}-control-plane")
+        for obj in systemaddons.objects(name, version, control_plane):
+            namespace = obj["metadata"].get("namespace")
+            resource = Resource(obj["apiVersion"], systemaddons.KEYS[obj["kind"]].split(".")[0], bool(namespace))
+            try:
+                kube.create(resource, obj, namespace, manager=systemaddons.MANAGERS.get(obj["kind"], "kubeadm"))
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise EngineError(f"the API server refused kube-system's {obj['kind']} "
+                                      f"{obj['metadata']['name']}: {exc.reason} {exc.body}") from None
+    finally:
+        kube.close()
+
+
 def _node_objects(meta: dict) -> list[dict]:
     from ..cluster.topology import NodeSpec, node_object
 
@@ -185,6 +208,8 @@ def _node_objects(meta: dict) -> list[dict]:
     for index, record in enumerate(meta["nodes"]):
         node = node_object(NodeSpec.from_record(record), index)
         node["metadata"]["annotations"][KWOK_NODE_ANNOTATION] = "fake"
+        # kind's nodes run the control plane's release; so do these
+        node["status"]["nodeInfo"]["kubeletVersion"] = meta["versions"]["kubernetes"]
         objects.append(node)
     return objects
 
@@ -247,6 +272,7 @@ def _up(name: str, topology_format: "TopologyFormat", topology: Path | None, mer
     path = _kubeconfig(name, merge)
     try:
         _register_nodes(name, path, _node_objects(meta))
+        _system_addons(name, path, meta["versions"]["kubernetes"])
     except BaseException:
         _stop(name)
         raise
