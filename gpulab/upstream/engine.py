@@ -45,6 +45,7 @@ STAGES = Path(__file__).parent / "data" / "stages.yaml"    # what kwok does to n
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"       # kwokctl starts kwok with --manage-nodes-with-annotation-selector
 START_TIMEOUT = "120s"
 NODES_TIMEOUT = 60.0
+ADDON_RETRY_SECONDS = 30.0
 STANDINS = Background("standins", ("-m", "gpulab.upstream.standins"))    # real programs for KWOK's pods
 # What kubeadm (and so a kind cluster) passes beyond kwokctl's own arguments, where it changes what a learner sees:
 # kind's Service range, NodeRestriction on top of the default admission plugins, the aggregation layer's headers.
@@ -113,6 +114,11 @@ def _kwokctl_config(port: int, feature_gates: str) -> str:
         "kubeControllerManagerBinary": binaries["kube-controller-manager"],
         "kubeSchedulerBinary": binaries["kube-scheduler"], "etcdBinary": binaries["etcd"],
         "kwokControllerBinary": binaries["kwok"], "kubeFeatureGates": feature_gates,
+        # A kubelet's lease (40 s, renewed every 10 s) and kube-controller-manager's defaults for noticing a node
+        # that stops renewing it (every 5 s, after 50 s): kwokctl scales its own by a heartbeat factor of 5.
+        "heartbeatFactor": 1, "nodeLeaseDurationSeconds": 40,
+        "kubeControllerManagerNodeMonitorPeriodMilliseconds": 5000,
+        "kubeControllerManagerNodeMonitorGracePeriodMilliseconds": 50000,
         # Every component's port from the kernel: kwokctl's own choice scans down from 32767 in each process, so
         # two clusters created at once would pick the same ports (and one apiserver would use the other's etcd).
         **{option: free_port() for option in ("etcdPort", "etcdPeerPort", "kubeControllerManagerPort",
@@ -181,7 +187,9 @@ def _register_nodes(name: str, kubeconfig: Path, nodes: list[dict]) -> None:
 def _system_addons(name: str, kubeconfig: Path, version: str) -> None:
     """kube-system as kubeadm and kind leave it (CoreDNS, kube-proxy, kind's storage, the control plane's mirror
     pods: the embedded cluster's own list, :func:`gpulab.cluster.systemaddons.objects`), created through the API;
-    kwokctl installs none of them. Objects already there are kept, as on a resumed cluster."""
+    kwokctl installs none of them. Objects already there are kept, as on a resumed cluster. A refusal is retried
+    for a while: right after its start the API server may not allocate Service IPs yet ("cannot allocate resources
+    of type serviceipallocations at this time"), and kubeadm's add-on phase retries too."""
     from ..cluster import systemaddons
     from ..kubeclient import NODES, ApiException, Kube, Resource
 
@@ -191,12 +199,18 @@ def _system_addons(name: str, kubeconfig: Path, version: str) -> None:
         for obj in systemaddons.objects(name, version, control_plane):
             namespace = obj["metadata"].get("namespace")
             resource = Resource(obj["apiVersion"], systemaddons.KEYS[obj["kind"]].split(".")[0], bool(namespace))
-            try:
-                kube.create(resource, obj, namespace, manager=systemaddons.MANAGERS.get(obj["kind"], "kubeadm"))
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise EngineError(f"the API server refused kube-system's {obj['kind']} "
-                                      f"{obj['metadata']['name']}: {exc.reason} {exc.body}") from None
+            deadline = time.monotonic() + ADDON_RETRY_SECONDS
+            while True:
+                try:
+                    kube.create(resource, obj, namespace, manager=systemaddons.MANAGERS.get(obj["kind"], "kubeadm"))
+                    break
+                except ApiException as exc:
+                    if exc.status == 409:
+                        break
+                    if time.monotonic() > deadline:
+                        raise EngineError(f"the API server refused kube-system's {obj['kind']} "
+                                          f"{obj['metadata']['name']}: {exc.reason} {exc.body}") from None
+                    time.sleep(0.5)
     finally:
         kube.close()
 
