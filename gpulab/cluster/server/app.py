@@ -25,13 +25,14 @@ from ..errors import ApiError, bad_request, internal, method_not_allowed
 from ..kinds.reviews import REVIEW_KEYS
 from ..kubelet.shell.octets import to_bytes
 from ..registry import ResourceType
-from ..selectors import matches_fields, matches_labels, parse_label_selector
+from ..selectors import FieldSelector, LabelSelector, matches_fields, matches_labels, parse_label_selector
 from . import bodies, connect, health, negotiation, params, paths, protobuf, status, versions, watch
 
 log = logging.getLogger("gpulab.apiserver")
 
 JSON = "application/json"
 _AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+LONG_SELECTOR = 4096  # characters of selectors beyond which they are parsed off the event loop
 
 
 def _json_response(obj, status: int = 200, headers: dict | None = None, content_type: str = JSON) -> web.Response:
@@ -288,6 +289,18 @@ class ApiServer:
         return _json_response(obj, status, headers)
 
     # --- list and watch ---------------------------------------------------
+    async def _selectors(self, rt, q) -> tuple[LabelSelector, FieldSelector]:
+        """The request's label and field selectors, parsed in a thread when long: a selector may be 1 MiB of
+        requirements, whose parsing would otherwise hold the event loop for a quarter of a second."""
+        labels, fields = q.get("labelSelector"), q.get("fieldSelector")
+
+        def parse() -> tuple[LabelSelector, FieldSelector]:
+            return parse_label_selector(labels), self.api.field_selector(rt, fields)
+
+        if len(labels or "") + len(fields or "") > LONG_SELECTOR:
+            return await asyncio.to_thread(parse)
+        return parse()
+
     async def _list(self, request: web.Request, t: paths.Target, opts: dict) -> web.Response:
         q = request.query
         cont = opts["continue"]
@@ -296,8 +309,8 @@ class ApiServer:
         requested = versions.for_list(opts["resourceVersion"])
         if requested > self.api.store.rv:
             await versions.wait_until_fresh(self.api.store, requested)
-        labels = parse_label_selector(q.get("labelSelector"))
-        items = self.api.list(t.rt, t.namespace, labels, q.get("fieldSelector"))
+        labels, fields = await self._selectors(t.rt, q)
+        items = self.api.list(t.rt, t.namespace, labels, fields)
         rv = self.api.resource_version
         limit = opts["limit"]
         next_token, remaining = None, None
@@ -335,10 +348,9 @@ class ApiServer:
     async def _watch(self, request: web.Request, t: paths.Target, opts: dict) -> web.StreamResponse:
         q = request.query
         since = versions.for_watch(opts["resourceVersion"])
-        labels = parse_label_selector(q.get("labelSelector"))
-        fields = self.api.field_selector(t.rt, q.get("fieldSelector"))
+        labels, fields = await self._selectors(t.rt, q)
         if t.name is not None:
-            fields = fields + self.api.field_selector(t.rt, f"metadata.name={t.name}")
+            fields = FieldSelector(fields + self.api.field_selector(t.rt, f"metadata.name={t.name}"))
         conv = negotiation.negotiate_output(request.headers.get("Accept"))
         include = q.get("includeObject", "Metadata")
 
