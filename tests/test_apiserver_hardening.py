@@ -292,3 +292,15 @@ def test_history_is_bounded_and_too_old_watches_get_410(cluster, api):
     assert [e["type"] for e in events] == ["MODIFIED"]
     assert events[0]["object"]["metadata"]["resourceVersion"] == str(rvs[-1])
     api.request("DELETE", f"{NS}/configmaps/big")
+
+
+@pytest.mark.parametrize("limit", ["-5", "0"])
+def test_a_limit_below_one_is_no_limit(cluster, api, limit):
+    """etcd3 store.go GetList pages only when Limit > 0 (issue 23, item 5: -5 gave a truncated page whose
+    remainingItemCount exceeded the total)."""
+    for i in range(3):
+        cluster.kubectl("create", "configmap", f"unlimited-{limit}-{i}")
+    everything = api.request("GET", f"{NS}/configmaps").json
+    page = api.request("GET", f"{NS}/configmaps?limit={limit}").json
+    assert [i["metadata"]["name"] for i in page["items"]] == [i["metadata"]["name"] for i in everything["items"]]
+    assert "continue" not in page["metadata"] and "remainingItemCount" not in page["metadata"]

@@ -322,7 +322,7 @@ class ApiServer:
                 raise bad_request("continue key is not valid: illegal base64 data at input byte 0") from None
             items = [i for i in items if _item_key(i) > start]
             rv = str(token.get("rv", rv))
-        if limit and len(items) > limit:
+        if limit > 0 and len(items) > limit:   # etcd3 store.go GetList: paging := Limit > 0 (else no limit)
             remaining = len(items) - limit
             items = items[:limit]
             next_token = base64.b64encode(orjson.dumps({"v": "meta.k8s.io/v1", "rv": int(rv),

@@ -149,8 +149,12 @@ async def serve(request: web.Request, api: Api, rt: ResourceType, *, namespace, 
                 await _send(request, resp, _line(kind, encode(from_storage(rt, change.obj), first)))
                 first = False
         return resp
-    except (ConnectionResetError, asyncio.CancelledError):
-        raise
+    except ConnectionResetError:
+        # The client went away mid-write: one line, and the stream ends, as the watch handler's serve loop does
+        # when a write fails (endpoints/handlers/watch.go: HandleError, then "client disconnect"); aiohttp then
+        # finds the connection gone and logs nothing more.
+        log.info("unable to encode watch object *v1.WatchEvent: write: connection reset by peer")
+        return web.Response()
     finally:
         store.unlisten(listener)
 
