@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-BENCHMARKS = ["apiserver", "history", "scheduler", "grading", "course", "streaming", "codecs", "dra"]
+BENCHMARKS = ["apiserver", "history", "scheduler", "grading", "course", "streaming", "codecs", "dra", "busy"]
 RESULTS = Path(__file__).parent / "results"
 
 

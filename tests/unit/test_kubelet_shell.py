@@ -6,7 +6,7 @@ import time
 import pytest
 
 from gpulab.cluster.kubelet.images import parse_reference
-from gpulab.cluster.kubelet.process import Process
+from gpulab.cluster.kubelet.process import LOG_BYTES_KEPT, Process
 from gpulab.cluster.kubelet.shell import FileSystem, World
 from gpulab.cluster.kubelet.shell.limits import MEMORY_CAP, Budget, memory_limit
 from test_kubelet_harness import CATALOG
@@ -129,6 +129,13 @@ def test_the_memory_limit_is_the_containers_up_to_the_emulations_cap():
     while proc.computing:
         proc.advance(START + 1)
     assert proc.exit_code == 137 and proc.log[-1][1] == str(1024 * 1024)
+
+
+def test_the_log_keeps_its_last_10_mib_as_the_current_rotated_file():
+    _, code, proc = run("x=$(printf '%1048570s' a); i=0; while [ $i -lt 12 ]; do echo \"$i$x\"; i=$((i+1)); done")
+    kept = [line[:2].strip() for _, line in proc.log]
+    assert code == 0 and kept == [str(i) for i in range(2, 12)]
+    assert sum(len(line) + 1 for _, line in proc.log) <= LOG_BYTES_KEPT
 
 
 def test_arithmetic_is_64_bit_as_the_shells_intmax_t():

@@ -22,8 +22,10 @@ BUSY = ("busy", 0.0)
 SLICE = 0.001         # seconds a program computes before it yields BUSY
 SPIN_STEPS = 100_000  # commands run without sleeping after which a program counts as busy for ever
 # The memory an emulated container may hold whatever its limit says: the emulation keeps a program's values
-# in the server's own memory, so a container without a limit (or with a larger one) is capped here.
-MEMORY_CAP = 32 * 1024 * 1024
+# in the server's own memory, so a container without a limit (or with a larger one) is capped here. One
+# command may copy a value this large without yielding, so the cap also bounds how long one step holds the
+# event loop (about 5 ms for 8 MiB; 32 MiB let eight growing pods delay /healthz 0.4 s, bench/busy.py).
+MEMORY_CAP = 8 * 1024 * 1024
 _CLOCK_EVERY = 16     # commands between two reads of the clock
 
 
