@@ -249,6 +249,21 @@ def test_oversized_bodies_headers_and_wrong_methods(api):
     assert reply.status == 405 and reply.json["reason"] == "MethodNotAllowed" and reply.body.endswith(b"\n")
 
 
+@pytest.mark.parametrize("method", ["FOO", "PROPFIND", "BREW"])
+def test_an_unknown_method_gets_the_apiservers_405_status(api, method):
+    reply = _bad(api, method, f"{NS}/configmaps/survivor")
+    assert (reply.status, reply.headers["Content-Type"]) == (405, "application/json")
+    assert reply.json == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                          "message": "the server does not allow this method on the requested resource",
+                          "reason": "MethodNotAllowed", "details": {}, "code": 405}
+    conn = api.connection()  # the connection stays usable, as net/http keeps it
+    try:
+        assert api.request(method, "/api/v1/namespaces", conn=conn).status == 405
+        assert api.request("GET", f"{NS}/configmaps/survivor", conn=conn).json["data"] == {"keep": "me"}
+    finally:
+        conn.close()
+
+
 def test_plain_http_on_the_https_port(api):
     import socket
 

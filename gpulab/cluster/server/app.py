@@ -26,7 +26,7 @@ from ..kinds.reviews import REVIEW_KEYS
 from ..kubelet.shell.octets import to_bytes
 from ..registry import ResourceType
 from ..selectors import FieldSelector, LabelSelector, matches_fields, matches_labels, parse_label_selector
-from . import bodies, connect, health, negotiation, params, paths, protobuf, status, versions, watch
+from . import bodies, connect, health, negotiation, params, paths, protobuf, protobuf_encode, status, versions, watch
 
 log = logging.getLogger("gpulab.apiserver")
 
@@ -38,6 +38,11 @@ LONG_SELECTOR = 4096  # characters of selectors beyond which they are parsed off
 def _json_response(obj, status: int = 200, headers: dict | None = None, content_type: str = JSON) -> web.Response:
     return web.Response(body=jsonio.dumps(obj), status=status, headers={"Content-Type": content_type,
                                                                          **(headers or {})})
+
+
+def _protobuf_response(obj: dict, status: int = 200, headers: dict | None = None) -> web.Response:
+    return web.Response(body=protobuf_encode.encode(obj), status=status,
+                        headers={"Content-Type": protobuf_encode.MEDIA_TYPE, **(headers or {})})
 
 
 def _status_response(err: ApiError) -> web.Response:
@@ -272,7 +277,8 @@ class ApiServer:
 
     def _respond_object(self, request: web.Request, rt: ResourceType, obj: dict, status: int = 200,
                         warnings: list[str] | None = None) -> web.Response:
-        conv = negotiation.negotiate_output(request.headers.get("Accept"))
+        conv = negotiation.negotiate_output(request.headers.get("Accept"),
+                                            protobuf_encode.can_encode(obj.get("apiVersion", ""), obj.get("kind", "")))
         headers = {}
         if warnings:
             headers["Warning"] = ", ".join('299 - ' + orjson.dumps(w).decode() for w in warnings)
@@ -286,6 +292,8 @@ class ApiServer:
         if conv.kind == "PartialObjectMetadataList":
             raise ApiError(406, "NotAcceptable", "you requested PartialObjectMetadataList, but the requested object "
                                                   "is not a list (*unstructured.Unstructured)")
+        if conv.protobuf:
+            return _protobuf_response(obj, status, headers)
         return _json_response(obj, status, headers)
 
     # --- list and watch ---------------------------------------------------
@@ -327,7 +335,8 @@ class ApiServer:
             items = items[:limit]
             next_token = base64.b64encode(orjson.dumps({"v": "meta.k8s.io/v1", "rv": int(rv),
                                                         "start": _item_key(items[-1])})).decode()
-        conv = negotiation.negotiate_output(request.headers.get("Accept"))
+        conv = negotiation.negotiate_output(request.headers.get("Accept"),
+                                            protobuf_encode.can_encode(t.rt.api_version, t.rt.kind))
         meta = {"resourceVersion": rv}
         if next_token:
             meta["continue"] = next_token
@@ -343,6 +352,8 @@ class ApiServer:
         if conv.kind == "PartialObjectMetadata":
             raise ApiError(406, "NotAcceptable",
                            "you requested PartialObjectMetadata, but the requested object is a list")
+        if conv.protobuf:
+            return _protobuf_response(_list_body(t.rt, items, meta))
         return _json_response(_list_body(t.rt, items, meta))
 
     async def _watch(self, request: web.Request, t: paths.Target, opts: dict) -> web.StreamResponse:
