@@ -88,22 +88,15 @@ def _expr(buf: bytes) -> Node:
             node.kind, node.value = "literal", _constant(value)
         elif number == _IDENT:
             node.kind, node.name = "ident", _first(value, 1).decode()
-        elif number == _SELECT:
-            node.kind = "select"
+        elif number in (_SELECT, _CALL):  # {operand or target = 1, field or function = 2, test_only or args = 3}
+            node.kind = "select" if number == _SELECT else "call"
             for n, v in _fields(value):
                 if n == 1:
                     node.target = _expr(v)
                 elif n == 2:
                     node.name = v.decode()
-                elif n == 3:
+                elif n == 3 and number == _SELECT:
                     node.test_only = bool(v)
-        elif number == _CALL:
-            node.kind = "call"
-            for n, v in _fields(value):
-                if n == 1:
-                    node.target = _expr(v)
-                elif n == 2:
-                    node.name = v.decode()
                 elif n == 3:
                     node.args.append(_expr(v))
         elif number == _LIST:
