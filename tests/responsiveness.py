@@ -117,3 +117,22 @@ def assert_responsive(latencies: list[float]) -> None:
     limit = budget()
     slow = [round(t, 3) for t in latencies if t > limit]
     assert not slow, f"/healthz took longer than {limit:.3f}s while the bad request was handled: {slow}"
+
+
+def probe_for(api: Api, seconds: float, pause: float = 0.02) -> list[float]:
+    """Latencies of ``/healthz`` over ``seconds``, each on a new HTTPS connection (TCP and TLS handshake
+    included: the most event-loop iterations a request needs, so the most a busy loop could delay it)."""
+    latencies = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        start = time.monotonic()
+        reply = api.request("GET", "/healthz")
+        latencies.append(time.monotonic() - start)
+        assert reply.status == 200 and reply.body == b"ok", reply
+        time.sleep(pause)
+    return latencies
+
+
+def percentile(latencies: list[float], fraction: float) -> float:
+    ordered = sorted(latencies)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]

@@ -249,6 +249,21 @@ def test_oversized_bodies_headers_and_wrong_methods(api):
     assert reply.status == 405 and reply.json["reason"] == "MethodNotAllowed" and reply.body.endswith(b"\n")
 
 
+@pytest.mark.parametrize("method", ["FOO", "PROPFIND", "BREW"])
+def test_an_unknown_method_gets_the_apiservers_405_status(api, method):
+    reply = _bad(api, method, f"{NS}/configmaps/survivor")
+    assert (reply.status, reply.headers["Content-Type"]) == (405, "application/json")
+    assert reply.json == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                          "message": "the server does not allow this method on the requested resource",
+                          "reason": "MethodNotAllowed", "details": {}, "code": 405}
+    conn = api.connection()  # the connection stays usable, as net/http keeps it
+    try:
+        assert api.request(method, "/api/v1/namespaces", conn=conn).status == 405
+        assert api.request("GET", f"{NS}/configmaps/survivor", conn=conn).json["data"] == {"keep": "me"}
+    finally:
+        conn.close()
+
+
 def test_plain_http_on_the_https_port(api):
     import socket
 
@@ -292,3 +307,15 @@ def test_history_is_bounded_and_too_old_watches_get_410(cluster, api):
     assert [e["type"] for e in events] == ["MODIFIED"]
     assert events[0]["object"]["metadata"]["resourceVersion"] == str(rvs[-1])
     api.request("DELETE", f"{NS}/configmaps/big")
+
+
+@pytest.mark.parametrize("limit", ["-5", "0"])
+def test_a_limit_below_one_is_no_limit(cluster, api, limit):
+    """etcd3 store.go GetList pages only when Limit > 0 (issue 23, item 5: -5 gave a truncated page whose
+    remainingItemCount exceeded the total)."""
+    for i in range(3):
+        cluster.kubectl("create", "configmap", f"unlimited-{limit}-{i}")
+    everything = api.request("GET", f"{NS}/configmaps").json
+    page = api.request("GET", f"{NS}/configmaps?limit={limit}").json
+    assert [i["metadata"]["name"] for i in page["items"]] == [i["metadata"]["name"] for i in everything["items"]]
+    assert "continue" not in page["metadata"] and "remainingItemCount" not in page["metadata"]

@@ -334,3 +334,17 @@ def test_request_without_token_is_anonymous(cluster):
     assert err.value.code == 403
     body = json.loads(err.value.read())
     assert body["reason"] == "Forbidden" and body["code"] == 403
+
+
+def test_replacing_a_pod_without_priority_keeps_what_priority_admission_set(kubectl):
+    """plugin/pkg/admission/priority admission.go admitPod on Update: a nil priority or preemptionPolicy is
+    the stored one (issue 23, item 6: 422 before)."""
+    kubectl("run", "keep-priority", "--image=busybox", "--", "sleep", "3600")
+    pod = json.loads(kubectl("get", "pod", "keep-priority", "-o", "json").stdout)
+    assert (pod["spec"]["priority"], pod["spec"]["preemptionPolicy"]) == (0, "PreemptLowerPriority")
+    del pod["spec"]["priority"], pod["spec"]["preemptionPolicy"]
+    del pod["metadata"]["resourceVersion"], pod["status"]   # unconditional: the node agent writes its status too
+    pod["metadata"]["labels"]["replaced"] = "yes"
+    assert kubectl("replace", "-f", "-", input=json.dumps(pod)).stdout.strip() == "pod/keep-priority replaced"
+    spec = json.loads(kubectl("get", "pod", "keep-priority", "-o", "json").stdout)["spec"]
+    assert (spec["priority"], spec["preemptionPolicy"]) == (0, "PreemptLowerPriority")

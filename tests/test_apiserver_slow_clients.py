@@ -8,6 +8,7 @@ import os
 import resource
 import socket
 import ssl
+import struct
 import time
 
 import pytest
@@ -152,3 +153,23 @@ def test_a_watch_that_stops_reading_is_cut_off(api):
     events = received.count(b'"type":"MODIFIED"')
     assert 0 < events < sent
     assert wait_for(lambda: api.request("GET", "/healthz").status == 200, timeout=5)
+
+
+def test_watch_clients_that_vanish_mid_write_leave_one_line_each(cluster, api):
+    """Issue 23, item 5: each left a "Cannot write to closing transport" traceback in server.log."""
+    log = cluster.home / "clusters" / cluster.name / "server.log"
+    before = len(log.read_text())
+    for _ in range(5):
+        conn = api.connection()
+        conn.request("GET", f"{NS}/configmaps?watch=1", headers={"Authorization": f"Bearer {api.token}"})
+        conn.getresponse()
+        for _ in range(20):
+            api.request("POST", f"{NS}/configmaps", json.dumps({"metadata": {"generateName": "vanish-"}}))
+        conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))   # RST, unread
+        conn.sock.close()
+        for _ in range(20):
+            api.request("POST", f"{NS}/configmaps", json.dumps({"metadata": {"generateName": "vanish-"}}))
+    time.sleep(0.5)
+    written = log.read_text()[before:]
+    assert "Traceback" not in written and "Cannot write to closing transport" not in written, written
+    assert written.count("unable to encode watch object *v1.WatchEvent") <= 5, written

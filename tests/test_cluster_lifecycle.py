@@ -226,6 +226,33 @@ def test_concurrent_ups_wait_for_the_starting_cluster(home):
     assert "state: running" in run(home, "cluster", "status").stdout
 
 
+def test_an_up_killed_mid_start_leaves_a_starting_cluster_the_next_up_waits_for(home):
+    from gpulab.cluster import lifecycle
+
+    env = {**os.environ, "GPULAB_HOME": str(home), "HOME": str(home)}
+    first = subprocess.Popen([GPULAB, "cluster", "up"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env=env)
+    starting = home / "clusters" / "gpulab" / "server.starting"
+    deadline = time.monotonic() + 60
+    while not starting.exists() and time.monotonic() < deadline:
+        time.sleep(0.002)
+    first.kill()  # the user's Ctrl-\ or kill -9 while the server is still loading
+    first.wait()
+    os.environ["GPULAB_HOME"], previous = str(home), os.environ.get("GPULAB_HOME")
+    try:
+        state = lifecycle.status("gpulab")  # the server is still importing: not stopped, not yet running
+    finally:
+        os.environ.pop("GPULAB_HOME") if previous is None else os.environ.update(GPULAB_HOME=previous)
+    assert state["state"] == "starting" and state["pid"] > 0
+    second = run(home, "cluster", "up")
+    assert "is taken by another process" not in second.stdout + second.stderr
+    kubeconfig = second.stdout.strip().splitlines()[-1]
+    assert kubectl(kubeconfig, "get", "ns", "default", "-o", "name", home=home).stdout == "namespace/default\n"
+    status = run(home, "cluster", "status").stdout
+    assert "state: running" in status and f"pid: {state['pid']}" in status  # the same server, not a second one
+    assert not starting.exists()
+
+
 def test_feature_gates_are_kept_with_the_cluster_and_change_only_at_a_start(home):
     """``--feature-gates`` as kind's config takes them: a bad gate is refused with nothing started, the gates hold
     across down/up (the control plane's flags), and a running cluster refuses new ones with what to do."""

@@ -176,3 +176,63 @@ def test_an_unregistered_kind_gets_the_apiserver_400(cluster):
     assert code == 400
     assert status["message"] == ('Foo in version "v1" cannot be handled as a ConfigMap: no kind "Foo" is registered '
                                  'for version "v1" in scheme "pkg/api/legacyscheme/scheme.go:30"')
+
+
+def _get(cluster, path: str, accept: str) -> tuple[int, str, bytes]:
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    server = config["clusters"][0]["cluster"]
+    context = ssl.create_default_context(cadata=base64.b64decode(server["certificate-authority-data"]).decode())
+    request = urllib.request.Request(server["server"] + path, headers={
+        "Accept": accept, "Authorization": f"Bearer {config['users'][0]['user']['token']}"})
+    try:
+        with urllib.request.urlopen(request, context=context) as response:
+            return response.status, response.headers["Content-Type"], response.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers["Content-Type"], err.read()
+
+
+@pytest.mark.parametrize("path", ["/apis/apps/v1/namespaces/pb/deployments/web",
+                                  "/api/v1/namespaces/pb/configmaps/settings", "/api/v1/nodes/gpulab-worker2"])
+def test_get_answers_protobuf_to_a_client_that_asks_for_it(cluster, namespaces, path):
+    from gpulab.cluster.server import protobuf
+
+    cluster.kubectl("-n", "pb", "apply", "-f", "-", input=CASES["configmap"][3] + "---" + CASES["deployment"][3])
+    code, content_type, body = _get(cluster, path, PROTOBUF)
+    assert (code, content_type, body[:4]) == (200, PROTOBUF, b"k8s\x00")
+    decoded, _, problem = protobuf.decode(body, ("", ""))  # the reader of kubectl's own protobuf bodies
+    assert problem is None
+    _, _, as_json = _get(cluster, path, "application/json")
+    assert decoded == json.loads(as_json)
+
+
+def test_a_list_answers_protobuf_to_a_client_that_asks_for_it(cluster, namespaces):
+    code, content_type, body = _get(cluster, "/api/v1/nodes", PROTOBUF)
+    assert (code, content_type) == (200, PROTOBUF)
+    assert body.startswith(b"k8s\x00\x0a\x0e\x0a\x02v1\x12\x08NodeList\x12")  # typeMeta{v1, NodeList}, raw
+    names = json.loads(_get(cluster, "/api/v1/nodes", "application/json")[2])["items"]
+    assert all(f"\x0a{chr(len(n['metadata']['name']))}{n['metadata']['name']}".encode() in body for n in names)
+
+
+def test_kubectls_typed_clients_read_protobuf_answers(cluster, namespaces):
+    cluster.kubectl("-n", "pb", "apply", "-f", "-", input=CASES["deployment"][3])
+    history = cluster.kubectl("-v=8", "-n", "pb", "rollout", "history", "deployment/web")
+    assert history.stdout == "deployment.apps/web \nREVISION  CHANGE-CAUSE\n1         <none>\n\n"
+    assert f"Content-Type: {PROTOBUF}" in history.stderr.split("replicasets")[-1]  # the ReplicaSet list
+    described = cluster.kubectl("-v=8", "-n", "pb", "describe", "deployment", "web")
+    assert f"Content-Type: {PROTOBUF}" in described.stderr
+    assert "Selector:               app=web\n" in described.stdout
+    assert "NewReplicaSet:   web-" in described.stdout
+
+
+def test_custom_resources_have_no_protobuf(cluster):
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Cluster", "names": {"plural": "widgets", "kind": "Widget"},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                     "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}))
+    cluster.kubectl("wait", "--for=condition=Established", "crd/widgets.example.com")
+    code, _, body = _get(cluster, "/apis/example.com/v1/widgets", PROTOBUF)
+    assert (code, json.loads(body)["reason"]) == (406, "NotAcceptable")
+    code, content_type, _ = _get(cluster, "/apis/example.com/v1/widgets", f"{PROTOBUF}, application/json")
+    assert (code, content_type) == (200, "application/json")

@@ -347,7 +347,7 @@ class Api:
                                             subresource=subresource, now=rfc3339(self.clock()),
                                             reset=strategy.reset_fields(subresource))
             if subresource is None:
-                strategy.admit_update(new, self._context)
+                strategy.admit_update(new, old, self._context)
                 admission.admit(self, "UPDATE", rt, new, old)
             new = strategy.prepare_for_update(new, old, subresource)
         errs = validate_update(strategy, new, old, subresource)

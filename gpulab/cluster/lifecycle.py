@@ -13,6 +13,9 @@ that process runs with ``--dir`` naming the cluster's folder and started
 before the file was written; nothing else is reported as running or sent a
 signal. ``up``, ``down`` and ``reset`` of one cluster hold a lock on it, so a
 second ``up`` waits for the server the first is starting and then reports it.
+``server.starting`` names the server ``up`` spawned until it is ready: an ``up``
+killed mid-start leaves it starting, and ``status`` says so, ``down`` stops it
+and the next ``up`` waits for it instead of finding its port taken.
 """
 from __future__ import annotations
 
@@ -44,9 +47,13 @@ class ClusterError(RuntimeError):
     """A lifecycle failure whose message tells the user what to do."""
 
 
-def _pid(name: str) -> int | None:
-    """The running server's pid, or None (no pid file, or its number is not this cluster's server)."""
-    pid_file = cluster_dir(name) / "server.pid"
+def _pid(name: str, file: str = "server.pid") -> int | None:
+    """The running server's pid, or None (no pid file, or its number is not this cluster's server).
+
+    ``file="server.starting"``: the server ``up`` spawned and that has not yet said it is ready (the server
+    writes ``server.pid`` when it serves).
+    """
+    pid_file = cluster_dir(name) / file
     try:
         pid = int(pid_file.read_text().strip())
         written = pid_file.stat().st_mtime
@@ -135,6 +142,20 @@ def is_running(name: str) -> bool:
     return _pid(name) is not None
 
 
+def _starting_pid(name: str) -> int | None:
+    """A server still starting, spawned by an ``up`` that may since have been killed."""
+    return _pid(name, "server.starting")
+
+
+def _wait_for_start(name: str, pid: int) -> None:
+    """Until the starting server ``pid`` serves or is gone (an ``up`` killed mid-start left it starting)."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline and not is_running(name) and _starting_pid(name) == pid:
+        time.sleep(0.02)
+    if is_running(name) or _starting_pid(name) is None:
+        (cluster_dir(name) / "server.starting").unlink(missing_ok=True)
+
+
 def free_port() -> int:
     """A port on 127.0.0.1 that is free now (the kernel's choice)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -187,6 +208,9 @@ def _up(name: str, topology: Path | None, merge: bool, port: int | None, server_
     directory = cluster_dir(name)
     meta_file = directory / "cluster.json"
     gates = None if feature_gates is None else _checked_gates(feature_gates)
+    starting = _starting_pid(name)
+    if starting and not is_running(name):
+        _wait_for_start(name, starting)
     if is_running(name):
         recorded = json.loads(meta_file.read_text()).get("featureGates", "")
         if gates is not None and gates != recorded:
@@ -244,8 +268,10 @@ def _spawn(name: str, server_module: str, feature_gates: str = "") -> None:
     finally:
         os.close(write_fd)
         log_file.close()
+    write_private(directory / "server.starting", str(proc.pid))  # status and a later up see it start
     from . import kubeconfig, pki  # noqa: F401 - loaded while the server starts (two cores), not after it answers
     message = _read_ready(read_fd, proc)
+    (directory / "server.starting").unlink(missing_ok=True)
     if message == "READY":
         return
     if message.startswith("CORRUPT"):
@@ -315,10 +341,11 @@ def down(name: str = DEFAULT_NAME, timeout: float = 10.0) -> bool:
 
 
 def _down(name: str, timeout: float) -> bool:
-    pid_file = cluster_dir(name) / "server.pid"
-    pid = _pid(name)
+    pid_file, starting_file = cluster_dir(name) / "server.pid", cluster_dir(name) / "server.starting"
+    pid = _pid(name) or _starting_pid(name)
     if pid is None:
         pid_file.unlink(missing_ok=True)
+        starting_file.unlink(missing_ok=True)
         return False
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
@@ -327,9 +354,10 @@ def _down(name: str, timeout: float) -> bool:
             break
         time.sleep(0.02)
     else:
-        if _pid(name) == pid:  # still the same process: never signal a number that was recycled meanwhile
+        if pid in (_pid(name), _starting_pid(name)):  # the same process: never signal a recycled number
             os.kill(pid, signal.SIGKILL)
     pid_file.unlink(missing_ok=True)
+    starting_file.unlink(missing_ok=True)
     return True
 
 
@@ -354,8 +382,10 @@ def status(name: str = DEFAULT_NAME) -> dict:
             "kubeconfig": str(kubeconfig_path(name))}
     if meta.get("featureGates"):
         info["feature-gates"] = meta["featureGates"]
-    if pid:
-        info["pid"] = pid
+    starting = None if pid else _starting_pid(name)
+    if pid or starting:
+        info["pid"] = pid or starting
+        info["state"] = "running" if pid else "starting"
     elif (directory / "server.pid").exists():
         info["state"] = "crashed"
     return info

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 import orjson
 import yaml
 
+from .protowire import FIXED64, VARINT, delimited, tag, varint
+
 # Content negotiation (kube-openapi pkg/handler RegisterOpenAPIVersionedService).
 PROTOBUF_MEDIA_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 _JSON = "application/json"
@@ -172,58 +174,33 @@ def _compile(layout: str) -> _Layout:
 
 _COMPILED = {name: _compile(layout) for name, layout in _LAYOUTS.items()}
 
-# --- wire format --------------------------------------------------------------------------------------------------
-_VARINT, _FIXED64, _LENGTH_DELIMITED = 0, 1, 2
-_ONE_BYTE = [bytes((i,)) for i in range(128)]
-
-
-def _varint(n: int) -> bytes:
-    if n < 0x80:
-        return _ONE_BYTE[n]
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-@functools.lru_cache(maxsize=None)
-def _tag(number: int, wire_type: int) -> bytes:
-    return _varint(number << 3 | wire_type)
-
-
-def _delimited(number: int, payload: bytes) -> bytes:
-    return _tag(number, _LENGTH_DELIMITED) + _varint(len(payload)) + payload
-
-
 # --- values -----------------------------------------------------------------------------------------------------
 
 def _scalar(number: int, kind: str, value, always: bool) -> bytes:
     """One string/bool/double/int64 field; ``always``: a repeated element or oneof member (zero values count)."""
     if kind == "string":
         if isinstance(value, str) and (value or always):
-            return _delimited(number, value.encode())
+            return delimited(number, value.encode())
     elif kind == "bool":
         if isinstance(value, bool) and (value or always):
-            return _tag(number, _VARINT) + (b"\x01" if value else b"\x00")
+            return tag(number, VARINT) + (b"\x01" if value else b"\x00")
     elif kind == "double":
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             packed = struct.pack("<d", value)
             if always or packed != b"\x00" * 8:
-                return _tag(number, _FIXED64) + packed
+                return tag(number, FIXED64) + packed
     elif kind == "int64":
         if isinstance(value, int) and not isinstance(value, bool) and (value or always):
-            return _tag(number, _VARINT) + _varint(value & 0xFFFFFFFFFFFFFFFF)
+            return tag(number, VARINT) + varint(value & 0xFFFFFFFFFFFFFFFF)
     return b""
 
 
 def _value(number: int, kind: str, value, always: bool = False) -> bytes:
     if kind == "Any":
-        return _delimited(number, _any(orjson.dumps(value)))
+        return delimited(number, _any(orjson.dumps(value)))
     if kind in _COMPILED or kind in _ONEOF:
         body = _message(kind, value)
-        return b"" if body is None else _delimited(number, body)
+        return b"" if body is None else delimited(number, body)
     return _scalar(number, kind, value, always)
 
 
@@ -236,7 +213,7 @@ def _repeated_or_single(f: _Field, value) -> bytes:
 
 def _named(f: _Field, name: str, value) -> bytes:
     """A Named<T> entry: name = 1, value = 2."""
-    return _delimited(f.number, _scalar(1, "string", name, False) + _value(2, f.kind, value))
+    return delimited(f.number, _scalar(1, "string", name, False) + _value(2, f.kind, value))
 
 
 def _message(kind: str, value) -> bytes | None:
@@ -321,7 +298,7 @@ def _any(json_value: bytes) -> bytes:
     text = yaml.dump(orjson.loads(json_value), Dumper=_YamlV3StyleDumper, indent=4, width=float("inf"),
                      allow_unicode=True, default_flow_style=False, sort_keys=False)
     text = text.removesuffix("...\n")  # yaml.v3 never ends an open-ended document with a marker
-    return _delimited(2, text.encode())
+    return delimited(2, text.encode())
 
 
 # --- public API -------------------------------------------------------------------------------------------------

@@ -10,6 +10,10 @@ controllers are committed at most ``FLUSH_INTERVAL`` later (a crash can lose
 those, and the controllers redo them on restart, as they would after a
 kube-controller-manager restart).
 
+A change reaches watchers only once it is durable (:meth:`Store.make_durable`, called by the watch
+streams before they send it), as etcd's watchers see only committed revisions: a watcher never sees a
+resourceVersion that a crash then takes back and gives to another write.
+
 The global ``resourceVersion`` is a counter, like etcd's revision. A window of
 recent changes lets a watch resume from an older resourceVersion; older than
 the window gives ``410 Gone``, as the watch cache does
@@ -70,6 +74,7 @@ class Store:
         self._indexes: dict[str, dict[str, Callable[[dict], str | None]]] = {}
         self._index_data: dict[tuple[str, str], dict[str, dict[tuple[str, str], dict]]] = {}
         self.rv = 0
+        self.durable_rv = 0  # every change up to this resourceVersion is on disk
         self._db: sqlite3.Connection | None = None
         self._dirty = False
         if db_path is not None:
@@ -93,7 +98,7 @@ class Store:
         except (sqlite3.DatabaseError, orjson.JSONDecodeError, ValueError) as exc:
             raise CorruptStateError(f"{path}: {exc}") from exc
         self._db = db
-        self._horizon = self.rv
+        self._horizon = self.durable_rv = self.rv
         for key, objs in self._objects.items():
             for obj in objs.values():
                 self._index_add(key, obj)
@@ -109,6 +114,12 @@ class Store:
             self._db.execute("INSERT OR REPLACE INTO meta (k, v) VALUES ('rv', ?)", (str(self.rv),))
             self._db.execute("COMMIT")
             self._dirty = False
+        self.durable_rv = self.rv
+
+    def make_durable(self, rv: int) -> None:
+        """Before a change at ``rv`` is shown to a watcher: commit, unless it is on disk already."""
+        if rv > self.durable_rv:
+            self.commit()
 
     def ping(self) -> None:
         """Raise if the database does not answer (the health checks' ``etcd``)."""

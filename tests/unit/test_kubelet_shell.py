@@ -1,11 +1,14 @@
 """The container command interpreter: the shell subset, the utilities, PID 1 and the stop signal."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from gpulab.cluster.kubelet.images import parse_reference
-from gpulab.cluster.kubelet.process import Process
+from gpulab.cluster.kubelet.process import LOG_BYTES_KEPT, Process
 from gpulab.cluster.kubelet.shell import FileSystem, World
+from gpulab.cluster.kubelet.shell.limits import MEMORY_CAP, Budget, memory_limit
 from test_kubelet_harness import CATALOG
 START = 1_767_225_600.0   # 2026-01-01T00:00:00Z
 
@@ -26,6 +29,8 @@ def run(script_or_argv, image: str = "busybox", until: float = 10_000, **kw) -> 
     argv = ["sh", "-c", script_or_argv] if isinstance(script_or_argv, str) else script_or_argv
     proc = Process(make_world(image, **kw), argv, START)
     proc.advance(START + until)
+    while proc.computing:   # what the node agent's CPU does: another slice, until the program waits or ends
+        proc.advance(START + until)
     return "".join(line + "\n" for _, line in proc.log), proc.exit_code, proc
 
 
@@ -91,6 +96,51 @@ def test_sleep_takes_the_time_it_says():
 def test_programs_that_never_end(argv):
     _, code, proc = run(argv, "python:3.12" if argv[0] == "python3" else "busybox")
     assert code is None and proc.running and proc.wake is None
+
+
+def test_a_busy_program_computes_a_slice_at_a_time():
+    proc = Process(make_world(), ["sh", "-c", "while true; do :; done"], START)
+    started = time.perf_counter()
+    proc.advance(START + 1)
+    assert proc.computing and proc.running and time.perf_counter() - started < 0.05
+    slices = 1
+    while proc.computing:
+        proc.advance(START + 1)
+        slices += 1
+    assert slices > 10 and proc.running and proc.wake is None   # then busy for ever, costing nothing more
+
+
+@pytest.mark.parametrize("script", ["x=a; while true; do x=$x$x; done", "x=a; while true; do x=\"$x$x\"; done",
+                                    "x=a; while true; do echo $x$x > /tmp/f; x=$(cat /tmp/f); done",
+                                    "printf '%999999999s' x", "x=a; while :; do x=$(echo $x$x); done"])
+def test_a_program_over_its_memory_limit_is_killed_as_the_oom_killer_does(script):
+    output, code, proc = run(script)
+    assert code == 137 and proc.oom_killed and not proc.running
+
+
+def test_the_memory_limit_is_the_containers_up_to_the_emulations_cap():
+    assert memory_limit({"resources": {"limits": {"memory": "1Mi"}}}) == 1024 * 1024
+    assert memory_limit({"resources": {"requests": {"memory": "1Ti"}}}) == MEMORY_CAP
+    assert memory_limit({"resources": {"limits": {"memory": "1Ti"}}}) == MEMORY_CAP
+    world = make_world()
+    world.budget = Budget(memory=1024 * 1024)
+    proc = Process(world, ["sh", "-c", "x=a; while true; do x=$x$x; echo ${#x}; done"], START)
+    proc.advance(START + 1)
+    while proc.computing:
+        proc.advance(START + 1)
+    assert proc.exit_code == 137 and proc.log[-1][1] == str(1024 * 1024)
+
+
+def test_the_log_keeps_its_last_10_mib_as_the_current_rotated_file():
+    _, code, proc = run("x=$(printf '%1048570s' a); i=0; while [ $i -lt 12 ]; do echo \"$i$x\"; i=$((i+1)); done")
+    kept = [line[:2].strip() for _, line in proc.log]
+    assert code == 0 and kept == [str(i) for i in range(2, 12)]
+    assert sum(len(line) + 1 for _, line in proc.log) <= LOG_BYTES_KEPT
+
+
+def test_arithmetic_is_64_bit_as_the_shells_intmax_t():
+    assert run("echo $((9223372036854775807 + 1)) $((1 << 64)) $((1 << 63)) $((3 * 4611686018427387904))")[:2] == \
+        ("-9223372036854775808 1 -9223372036854775808 -4611686018427387904\n", 0)
 
 
 def test_the_stop_signal_follows_pid_1():

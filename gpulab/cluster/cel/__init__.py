@@ -71,6 +71,11 @@ class Program:
             raise CelRuntimeError(runtime_error_text(str(result.value())))
         return result.plain_value()
 
+    def tree(self):
+        """The checked syntax tree (:class:`.checked.Node`), macros expanded, for estimating its cost."""
+        from . import checked  # noqa: PLC0415 - only CRD validation reads trees
+        return checked.parse(self._compiled.serialize())
+
 
 class Environment:
     """A CEL environment: declared variables (all ``dyn``), the Kubernetes library, and a program cache.

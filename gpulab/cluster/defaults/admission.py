@@ -129,6 +129,15 @@ def admit_priority(rt: ResourceType, pod: dict, lookup: Lookup, list_objects: Li
         spec["preemptionPolicy"] = policy
 
 
+def keep_priority(pod: dict, old: dict) -> None:
+    """Priority admission on update: a replacement that leaves out ``priority`` or ``preemptionPolicy`` keeps
+    the stored ones (validation then refuses any other change to them)."""
+    spec, old_spec = pod.setdefault("spec", {}), old.get("spec") or {}
+    for field in ("priority", "preemptionPolicy"):
+        if spec.get(field) is None and old_spec.get(field) is not None:
+            spec[field] = old_spec[field]
+
+
 def admit_priority_class(rt: ResourceType, pc: dict, list_objects: ListObjects | None) -> None:
     """validatePriorityClass: only one PriorityClass may be the global default."""
     if not pc.get("globalDefault"):

@@ -22,7 +22,7 @@ class ClusterRoleBindingStrategy(Strategy):
     def admit_create(self, obj: dict, ctx: Context) -> None:
         escalation.check_binding("clusterrolebindings", obj, ctx)
 
-    def admit_update(self, obj: dict, ctx: Context) -> None:
+    def admit_update(self, obj: dict, old: dict, ctx: Context) -> None:
         escalation.check_binding("clusterrolebindings", obj, ctx)
 
     def validate(self, obj: dict) -> list:

@@ -19,7 +19,7 @@ class ClusterRoleStrategy(Strategy):
     def admit_create(self, obj: dict, ctx: Context) -> None:
         escalation.check_role("clusterroles", obj)
 
-    def admit_update(self, obj: dict, ctx: Context) -> None:
+    def admit_update(self, obj: dict, old: dict, ctx: Context) -> None:
         escalation.check_role("clusterroles", obj, ctx.lookup(self.resource.key, obj["metadata"]["name"]))
 
     def validate(self, obj: dict) -> list:

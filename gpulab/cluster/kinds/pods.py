@@ -56,9 +56,10 @@ class PodStrategy(Strategy):
         admission.admit_priority(self.resource, obj, ctx.lookup, ctx.list)
         admission.admit_default_toleration_seconds(obj)
 
-    def admit_update(self, obj: dict, ctx: Context) -> None:
+    def admit_update(self, obj: dict, old: dict, ctx: Context) -> None:
         # DefaultTolerationSeconds handles Create and Update: a patch that drops the tolerations gets them back.
         admission.admit_default_toleration_seconds(obj)
+        admission.keep_priority(obj, old)
 
     def prepare_for_create(self, obj: dict, ctx: Context) -> None:
         super().prepare_for_create(obj, ctx)

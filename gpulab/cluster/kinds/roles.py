@@ -17,7 +17,7 @@ class RoleStrategy(Strategy):
     def admit_create(self, obj: dict, ctx: Context) -> None:
         escalation.check_role("roles", obj)
 
-    def admit_update(self, obj: dict, ctx: Context) -> None:
+    def admit_update(self, obj: dict, old: dict, ctx: Context) -> None:
         meta = obj["metadata"]
         escalation.check_role("roles", obj, ctx.lookup(self.resource.key, meta["name"], meta.get("namespace", "")))
 

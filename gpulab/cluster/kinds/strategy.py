@@ -154,7 +154,7 @@ class Strategy:
     def admit_create(self, obj: dict, ctx: Context) -> None:
         """The mutating admission plugins that handle this kind on create; raise ``ApiError`` to reject."""
 
-    def admit_update(self, obj: dict, ctx: Context) -> None:
+    def admit_update(self, obj: dict, old: dict, ctx: Context) -> None:
         """The mutating admission plugins that handle this kind on update."""
 
     # --- create ----------------------------------------------------------------------------------------------

@@ -10,6 +10,11 @@ also echoes input and turns Ctrl-C into SIGINT, see tty.py), and ``None`` ends t
 
 A program the image does not have fails to start with runc's words (:func:`start_failure`), reported to
 the client as an error rather than an exit code, as containerd does.
+
+The program computes a slice at a time on the node agents' CPU (cpu.py), so a busy loop in an exec session
+leaves the API answering. An exec'd program shares its container's memory limit; past it the OOM killer
+ends the whole container (the kubelet puts each container's processes in one OOM group, memory.oom.group
+on cgroup v2), so the session ends with 137 and the container is reported OOMKilled (``oom_killed``).
 """
 from __future__ import annotations
 
@@ -19,9 +24,11 @@ import logging
 import math
 from typing import Callable
 
+from .cpu import Cpu
 from .shell import Shell, World
+from .shell.limits import Budget, OutOfMemory, Spin
 from .shell.octets import to_bytes, to_text
-from .shell.interpreter import ExitShell, Spin
+from .shell.interpreter import ExitShell
 from .shell.terminal import EXIT_INTERRUPTED, InputStream, Interrupted
 from .shell.utilities import UTILITIES
 from .tty import LineDiscipline, onlcr
@@ -57,14 +64,17 @@ class _Sink:
 
 class ExecSession:
     def __init__(self, world: World, argv: list[str], *, stdin: bool, tty: bool, clock: Callable[[], float],
-                 alive: Callable[[], bool]):
+                 alive: Callable[[], bool], cpu: Cpu, oom_killed: Callable[[], None]):
         env = list(world.env)
         if tty and not any(name == "TERM" for name, _ in env):
             env.append(("TERM", "xterm"))
-        self.world = dataclasses.replace(world, env=env, time=clock(), pid1_stop=None, listening={}, _budget=0)
+        self.world = dataclasses.replace(world, env=env, time=clock(), pid1_stop=None, listening={},
+                                         budget=Budget(memory=world.budget.memory))
         self.tty = tty
         self.clock = clock
         self.alive = alive
+        self.cpu = cpu
+        self.oom_killed = oom_killed
         self.output: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue()
         self.stdin = InputStream(terminal=tty) if stdin else None
         self.terminal = LineDiscipline(self.stdin, lambda text: self.emit(1, text), self.interrupt) \
@@ -111,25 +121,13 @@ class ExecSession:
     async def _drive(self) -> int:
         throw: BaseException | None = None
         while True:
-            self.world.time = self.clock()
-            try:
-                kind, value = self._program.throw(throw) if throw is not None else next(self._program)
-            except StopIteration as stop:
-                return stop.value or 0
-            except ExitShell as exc:
-                return exc.status
-            except Interrupted:
-                return EXIT_INTERRUPTED
-            except Spin:
-                kind, value, self._program = "sleep", math.inf, _forever()
-            except Exception:  # noqa: BLE001 - an interpreter bug ends this program, not the node agent
-                log.exception("kubelet: the interpreter failed in an exec session")
-                return 1
+            kind, value = await self.cpu.slice(lambda: self._compute(throw))
             throw = None
-            if kind == "out":
-                self.emit(1, value)
+            if kind == "exit":
+                return value
+            if kind == "busy":
                 continue
-            self.world.slept()
+            self.world.budget.slept()
             if kind == "sleep":
                 ended = await self._wait(lambda: False, value)
             else:
@@ -139,6 +137,33 @@ class ExecSession:
             if self._interrupted:
                 self._interrupted = False
                 throw = Interrupted()
+
+    def _compute(self, throw: BaseException | None) -> tuple[str, object]:
+        """Run the program until it waits (``sleep``, ``read``), uses up its slice (``busy``) or ends (``exit``
+        and its code), writing its output meanwhile."""
+        self.world.budget.start_slice()
+        while True:
+            self.world.time = self.clock()
+            try:
+                kind, value = self._program.throw(throw) if throw is not None else next(self._program)
+            except StopIteration as stop:
+                return "exit", stop.value or 0
+            except ExitShell as exc:
+                return "exit", exc.status
+            except Interrupted:
+                return "exit", EXIT_INTERRUPTED
+            except OutOfMemory:
+                self.oom_killed()
+                return "exit", EXIT_KILLED
+            except Spin:
+                kind, value, self._program = "sleep", math.inf, _forever()
+            except Exception:  # noqa: BLE001 - an interpreter bug ends this program, not the node agent
+                log.exception("kubelet: the interpreter failed in an exec session")
+                return "exit", 1
+            throw = None
+            if kind != "out":
+                return kind, value
+            self.emit(1, value)
 
     async def _wait(self, ready: Callable[[], bool], seconds: float) -> bool:
         """Wait ``seconds``, or until ``ready()`` or an interrupt; True when the container stopped meanwhile."""

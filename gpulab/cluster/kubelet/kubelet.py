@@ -18,6 +18,7 @@ import zlib
 from ..api import Api
 from ..errors import ApiError
 from .backoff import Backoff
+from .cpu import Cpu
 from .events import Recorder
 from .images import Catalog, default_catalog
 from .logs import LogProvider
@@ -54,6 +55,7 @@ class Kubelet:
         self._flush_pending = False
         self._writing = 0
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.cpu = Cpu()   # where programs that compute without pausing take turns
 
     # --- component ------------------------------------------------------------
     async def run(self) -> None:
@@ -214,7 +216,9 @@ class Kubelet:
 
     def _arm(self, worker: PodWorker) -> None:
         self._drop_timer(worker.uid)
-        if worker.next_wake is not None:
+        if worker.computing:
+            self.cpu.run(("pod", worker.uid), lambda: self._write(self._sync_pod, worker.uid))
+        elif worker.next_wake is not None:
             self._timers[worker.uid] = self._call_later(worker.next_wake - self.api.clock(), self._enqueue, worker.uid)
 
     def _drop_timer(self, uid: str) -> None:

@@ -27,6 +27,7 @@ from .containerenv import (ClaimNotBound, ContainerConfigError, MountError, cont
 from .images import Image, ImageReference, InvalidReference, PullError, parse_reference
 from .process import Process
 from .shell import World
+from .shell.limits import Budget, memory_limit
 from .exec import start_failure
 
 if TYPE_CHECKING:
@@ -62,7 +63,8 @@ class Instance:
         if self.process is not None and self.exit_code is None and not self.process.running:
             self.exit_code = self.process.exit_code
             self.finished = self.process.finished
-            self.reason = "Completed" if self.exit_code == 0 else "Error"
+            # containerd's CRI reports a container whose cgroup met the OOM killer as OOMKilled
+            self.reason = "OOMKilled" if self.process.oom_killed else "Completed" if self.exit_code == 0 else "Error"
 
     def stop(self, now: float) -> None:
         """The stop signal; the program may ignore it."""
@@ -159,6 +161,12 @@ class PodWorker:
     def _wake(self, when: float | None) -> None:
         if when is not None and (self.next_wake is None or when < self.next_wake):
             self.next_wake = when
+
+    @property
+    def computing(self) -> bool:
+        """A container's program used up its slice of CPU and has more to compute now (cpu.py)."""
+        return any(run.current is not None and run.current.running and run.current.process is not None
+                   and run.current.process.computing for run in self.runs.values())
 
     def _has_init(self) -> bool:
         return bool(self.pod["spec"].get("initContainers"))
@@ -548,7 +556,8 @@ class PodWorker:
                      nproc=max(1, int(float(capacity.get("cpu", "1") or 1))), kernel=info.get("kernelVersion", ""),
                      workdir=run.spec.get("workingDir") or "/", mounted=mounted,
                      mounted_native=natives, node_labels=self._node_labels,
-                     boot_time=parse_time((node.get("metadata") or {}).get("creationTimestamp")) or 0.0)
+                     boot_time=parse_time((node.get("metadata") or {}).get("creationTimestamp")) or 0.0,
+                     budget=Budget(memory=memory_limit(run.spec)))
 
     def _node_labels(self) -> dict[str, str]:
         """The labels of this pod's node now (what a program reading its Node from the API would see)."""

@@ -14,6 +14,12 @@ log and to every attached session (``listeners``); with ``tty: true`` the contai
 Stopping follows the runtime's two steps: the stop signal is delivered to PID 1, which exits if its
 program handles it (``onStop`` in data/images.yaml) and otherwise ignores it, as any PID 1 without a
 handler does; the kill at the end of the grace period always ends it with 137 (SIGKILL).
+
+A program that computes without sleeping runs a slice at a time (shell/limits.py): :meth:`Process.advance`
+returns with :attr:`Process.computing` set, and the node agent runs it again on a later turn of its CPU
+(cpu.py). A program that outgrows its container's memory ends with 137 and :attr:`Process.oom_killed`, as
+the kernel's OOM killer ends it. The log keeps the last LOG_BYTES_KEPT bytes, as the kubelet's log rotation
+keeps the current file that ``kubectl logs`` reads.
 """
 from __future__ import annotations
 
@@ -24,12 +30,13 @@ from collections import deque
 from typing import Callable
 
 from .shell import Shell, World
-from .shell.interpreter import ExitShell, Spin
+from .shell.interpreter import ExitShell
+from .shell.limits import OutOfMemory, Spin
 from .shell.terminal import EXIT_INTERRUPTED, InputStream, Interrupted
 from .tty import LineDiscipline
 
 log = logging.getLogger("gpulab.kubelet")
-LOG_LINES_KEPT = 10_000   # per container instance; older lines are dropped (the kubelet rotates at 10Mi)
+LOG_BYTES_KEPT = 10 * 1024 * 1024   # per container instance, older lines dropped (containerLogMaxSize: 10Mi)
 EXIT_KILLED = 137
 
 
@@ -40,7 +47,10 @@ class Process:
         self.wake: float | None = started        # virtual time of the next step; None: waits forever
         self.exit_code: int | None = None
         self.finished: float | None = None
-        self.log: deque[tuple[int, str]] = deque(maxlen=LOG_LINES_KEPT)   # (time in ns, line)
+        self.log: deque[tuple[int, str]] = deque()   # (time in ns, line), at most LOG_BYTES_KEPT of text
+        self._log_bytes = 0
+        self.computing = False     # the last advance ended with its slice used up, not with a wait
+        self.oom_killed = False
         self.listeners: list[Callable[[str], None]] = []   # attached sessions: called with each output chunk
         self.stdin = InputStream(terminal=tty) if stdin else None
         self.terminal = LineDiscipline(self.stdin, self._write, self.interrupt) if stdin and tty else None
@@ -56,7 +66,9 @@ class Process:
         return self.exit_code is None
 
     def advance(self, now: float) -> None:
-        """Run the program through every step due at or before ``now``."""
+        """Run the program through every step due at or before ``now``, or until its slice of CPU is used up."""
+        self.computing = False
+        self.world.budget.start_slice()
         while self.exit_code is None and self.wake is not None and self.wake <= now:
             self.world.time = self.wake
             try:
@@ -74,17 +86,25 @@ class Process:
             except Interrupted:
                 self._finish(EXIT_INTERRUPTED)
                 return
+            except OutOfMemory:
+                self.oom_killed = True
+                self._finish(EXIT_KILLED)
+                return
             except Exception:  # noqa: BLE001 - an interpreter bug ends this program, not the node agent
                 log.exception("kubelet: the interpreter failed on %r", self.world.image.repository)
                 self._finish(1)
                 return
             if kind == "out":
                 self._write(value)
+            elif kind == "busy":
+                self.wake = max(self.wake, now)   # computing takes real time
+                self.computing = True
+                return
             elif kind == "sleep":
-                self.world.slept()
+                self.world.budget.slept()
                 self.wake = None if value == math.inf else self.wake + value
             elif kind == "read":
-                self.world.slept()
+                self.world.budget.slept()
                 self._reading = not self.stdin.ready
                 if self._reading:
                     self.wake = None
@@ -122,18 +142,19 @@ class Process:
                     kind, value = next(quick)
                     if kind == "out":
                         self._write(value)
-            except StopIteration:
+            except (StopIteration, OutOfMemory, Spin):
                 pass
         self._finish(status)
         return True
 
-    def kill(self, now: float) -> None:
-        """SIGKILL: the process ends now with 137."""
+    def kill(self, now: float, *, oom: bool = False) -> None:
+        """SIGKILL: the process ends now with 137 (``oom``: sent by the OOM killer)."""
         if self.exit_code is None:
             self.advance(now)
         if self.exit_code is None:
             self._program.close()
             self.world.time = now
+            self.oom_killed = oom
             self._finish(EXIT_KILLED)
 
     def emit(self, text: str) -> None:
@@ -144,14 +165,21 @@ class Process:
         for listener in list(self.listeners):
             listener(text)
         text = self._partial + text
-        *lines, self._partial = text.split("\n")
+        *lines, partial = text.split("\n")
+        self._partial = partial[-LOG_BYTES_KEPT:]
         stamp = int(self.world.time * 1e9)
         for line in lines:
-            self.log.append((stamp, line))
+            self._log_line(stamp, line)
+
+    def _log_line(self, stamp: int, line: str) -> None:
+        self.log.append((stamp, line))
+        self._log_bytes += len(line) + 1
+        while self._log_bytes > LOG_BYTES_KEPT and len(self.log) > 1:
+            self._log_bytes -= len(self.log.popleft()[1]) + 1
 
     def _finish(self, code: int) -> None:
         if self._partial:
-            self.log.append((int(self.world.time * 1e9), self._partial))
+            self._log_line(int(self.world.time * 1e9), self._partial)
             self._partial = ""
         self.exit_code = code
         self.finished = self.world.time

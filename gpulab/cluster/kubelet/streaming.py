@@ -93,13 +93,20 @@ class StreamingServer:
     def exec(self, pod: dict, container: str, argv: list[str], *, stdin: bool, tty: bool) -> ExecSession:
         """A program started in ``container``; ContainerNotFound when it is not running, ExecFailed when the
         program cannot start."""
-        _, inst = self._running(pod, container)
+        worker, inst = self._running(pod, container)
         world = inst.process.world
         failure = start_failure(world, argv)
         if failure is not None:
             raise ExecFailed(f'failed to exec in container: failed to start exec "{secrets.token_hex(32)}": '
                              f"{_RUNC_EXEC}{failure}")
-        return ExecSession(world, argv, stdin=stdin, tty=tty, clock=self.k.api.clock, alive=lambda: inst.running)
+        return ExecSession(world, argv, stdin=stdin, tty=tty, clock=self.k.api.clock, alive=lambda: inst.running,
+                           cpu=self.k.cpu, oom_killed=lambda: self._oom_killed(worker, inst))
+
+    def _oom_killed(self, worker: "PodWorker", inst: "Instance") -> None:
+        """An exec'd program outgrew the container's memory: the OOM killer ends the container's processes."""
+        if inst.process is not None and inst.running:
+            inst.process.kill(self.k.api.clock(), oom=True)
+            self.k.wake(worker.uid)
 
     def attach(self, pod: dict, container: str, *, stdin: bool, tty: bool) -> AttachSession:
         worker, inst = self._running(pod, container)

@@ -25,18 +25,24 @@ from ..errors import ApiError, bad_request, internal, method_not_allowed
 from ..kinds.reviews import REVIEW_KEYS
 from ..kubelet.shell.octets import to_bytes
 from ..registry import ResourceType
-from ..selectors import matches_fields, matches_labels, parse_label_selector
-from . import bodies, connect, health, negotiation, params, paths, protobuf, status, versions, watch
+from ..selectors import FieldSelector, LabelSelector, matches_fields, matches_labels, parse_label_selector
+from . import bodies, connect, health, negotiation, params, paths, protobuf, protobuf_encode, status, versions, watch
 
 log = logging.getLogger("gpulab.apiserver")
 
 JSON = "application/json"
 _AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+LONG_SELECTOR = 4096  # characters of selectors beyond which they are parsed off the event loop
 
 
 def _json_response(obj, status: int = 200, headers: dict | None = None, content_type: str = JSON) -> web.Response:
     return web.Response(body=jsonio.dumps(obj), status=status, headers={"Content-Type": content_type,
                                                                          **(headers or {})})
+
+
+def _protobuf_response(obj: dict, status: int = 200, headers: dict | None = None) -> web.Response:
+    return web.Response(body=protobuf_encode.encode(obj), status=status,
+                        headers={"Content-Type": protobuf_encode.MEDIA_TYPE, **(headers or {})})
 
 
 def _status_response(err: ApiError) -> web.Response:
@@ -271,7 +277,8 @@ class ApiServer:
 
     def _respond_object(self, request: web.Request, rt: ResourceType, obj: dict, status: int = 200,
                         warnings: list[str] | None = None) -> web.Response:
-        conv = negotiation.negotiate_output(request.headers.get("Accept"))
+        conv = negotiation.negotiate_output(request.headers.get("Accept"),
+                                            protobuf_encode.can_encode(obj.get("apiVersion", ""), obj.get("kind", "")))
         headers = {}
         if warnings:
             headers["Warning"] = ", ".join('299 - ' + orjson.dumps(w).decode() for w in warnings)
@@ -285,9 +292,23 @@ class ApiServer:
         if conv.kind == "PartialObjectMetadataList":
             raise ApiError(406, "NotAcceptable", "you requested PartialObjectMetadataList, but the requested object "
                                                   "is not a list (*unstructured.Unstructured)")
+        if conv.protobuf:
+            return _protobuf_response(obj, status, headers)
         return _json_response(obj, status, headers)
 
     # --- list and watch ---------------------------------------------------
+    async def _selectors(self, rt, q) -> tuple[LabelSelector, FieldSelector]:
+        """The request's label and field selectors, parsed in a thread when long: a selector may be 1 MiB of
+        requirements, whose parsing would otherwise hold the event loop for a quarter of a second."""
+        labels, fields = q.get("labelSelector"), q.get("fieldSelector")
+
+        def parse() -> tuple[LabelSelector, FieldSelector]:
+            return parse_label_selector(labels), self.api.field_selector(rt, fields)
+
+        if len(labels or "") + len(fields or "") > LONG_SELECTOR:
+            return await asyncio.to_thread(parse)
+        return parse()
+
     async def _list(self, request: web.Request, t: paths.Target, opts: dict) -> web.Response:
         q = request.query
         cont = opts["continue"]
@@ -296,8 +317,8 @@ class ApiServer:
         requested = versions.for_list(opts["resourceVersion"])
         if requested > self.api.store.rv:
             await versions.wait_until_fresh(self.api.store, requested)
-        labels = parse_label_selector(q.get("labelSelector"))
-        items = self.api.list(t.rt, t.namespace, labels, q.get("fieldSelector"))
+        labels, fields = await self._selectors(t.rt, q)
+        items = self.api.list(t.rt, t.namespace, labels, fields)
         rv = self.api.resource_version
         limit = opts["limit"]
         next_token, remaining = None, None
@@ -309,12 +330,13 @@ class ApiServer:
                 raise bad_request("continue key is not valid: illegal base64 data at input byte 0") from None
             items = [i for i in items if _item_key(i) > start]
             rv = str(token.get("rv", rv))
-        if limit and len(items) > limit:
+        if limit > 0 and len(items) > limit:   # etcd3 store.go GetList: paging := Limit > 0 (else no limit)
             remaining = len(items) - limit
             items = items[:limit]
             next_token = base64.b64encode(orjson.dumps({"v": "meta.k8s.io/v1", "rv": int(rv),
                                                         "start": _item_key(items[-1])})).decode()
-        conv = negotiation.negotiate_output(request.headers.get("Accept"))
+        conv = negotiation.negotiate_output(request.headers.get("Accept"),
+                                            protobuf_encode.can_encode(t.rt.api_version, t.rt.kind))
         meta = {"resourceVersion": rv}
         if next_token:
             meta["continue"] = next_token
@@ -330,15 +352,16 @@ class ApiServer:
         if conv.kind == "PartialObjectMetadata":
             raise ApiError(406, "NotAcceptable",
                            "you requested PartialObjectMetadata, but the requested object is a list")
+        if conv.protobuf:
+            return _protobuf_response(_list_body(t.rt, items, meta))
         return _json_response(_list_body(t.rt, items, meta))
 
     async def _watch(self, request: web.Request, t: paths.Target, opts: dict) -> web.StreamResponse:
         q = request.query
         since = versions.for_watch(opts["resourceVersion"])
-        labels = parse_label_selector(q.get("labelSelector"))
-        fields = self.api.field_selector(t.rt, q.get("fieldSelector"))
+        labels, fields = await self._selectors(t.rt, q)
         if t.name is not None:
-            fields = fields + self.api.field_selector(t.rt, f"metadata.name={t.name}")
+            fields = FieldSelector(fields + self.api.field_selector(t.rt, f"metadata.name={t.name}"))
         conv = negotiation.negotiate_output(request.headers.get("Accept"))
         include = q.get("includeObject", "Metadata")
 

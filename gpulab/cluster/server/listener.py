@@ -12,7 +12,7 @@ aiohttp's own site would accept connections and hand them to TLS straight away; 
   timer also closes a connection whose next request's headers are incomplete), where Go waits 90 s;
 * answers request headers over its limit with a plain-text ``431 Request Header Fields Too Large`` and any
   other unreadable request with ``400 Bad Request``, without a log line (the apiserver's handlers, which
-  write Status objects, never see such a request);
+  write Status objects, never see such a request); a method of any name is readable (``_GoErrors``);
 * retries a failed ``accept`` (out of descriptors) with a backoff from 5 ms to 1 s, logging each retry.
 
 One addition of ours: when ``accept`` fails for want of descriptors, the connection that has waited longest
@@ -34,7 +34,8 @@ from http import HTTPStatus
 
 from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMessage, LineTooLong
-from aiohttp.web_protocol import RequestHandler
+from aiohttp.http_parser import HttpRequestParserPy
+from aiohttp.web_protocol import RequestHandler, RequestPayloadError
 
 log = logging.getLogger("gpulab.apiserver.http")
 
@@ -45,6 +46,7 @@ MAX_HEADERS = 128
 _HTTP_LOOKALIKES = (b"GET /", b"HEAD ", b"POST ", b"PUT /", b"OPTIO")
 _HTTP_TO_HTTPS = b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
 _ACCEPT_BACKOFF = (0.005, 1.0)
+_API_METHODS = {b"GET", b"HEAD", b"POST", b"PUT", b"PATCH", b"DELETE", b"OPTIONS"}
 
 
 def header_timeout() -> float:
@@ -56,7 +58,26 @@ def header_timeout() -> float:
 
 
 class _GoErrors(RequestHandler):
-    """aiohttp's connection handler, answering unparsable requests as net/http does (plain text, no log)."""
+    """aiohttp's connection handler, answering unparsable requests as net/http does (plain text, no log).
+
+    net/http reads any token as a method and the apiserver answers an unknown one (405 ``MethodNotAllowed``);
+    aiohttp's C parser (llhttp) knows a fixed list and rejects the rest as unparsable. A connection whose first
+    request has a method the API does not use is therefore read by aiohttp's pure-Python parser, which takes
+    any token, so the request reaches the API; every other connection keeps the fast parser.
+    """
+
+    _first_data = True
+
+    def data_received(self, data: bytes) -> None:
+        if self._first_data:
+            self._first_data = False
+            method = data.split(b" ", 1)[0]
+            if b" " in data and method not in _API_METHODS:
+                self._parser = HttpRequestParserPy(
+                    self, asyncio.get_running_loop(), self._read_bufsize, max_line_size=self.max_line_size,
+                    max_field_size=self.max_field_size, max_headers=self.max_headers,
+                    payload_exception=RequestPayloadError, max_msg_queue_size=self._max_msg_queue_size)
+        super().data_received(data)
 
     def handle_error(self, request, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:

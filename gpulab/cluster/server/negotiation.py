@@ -1,7 +1,7 @@
 """Request and response encodings, as kube-apiserver negotiates them.
 
 Requests: JSON, YAML, protobuf (``protobuf.py``) and, for patches, the four patch media types.
-Responses: JSON, or a conversion asked for in the Accept header
+Responses: JSON, protobuf for built-in objects and lists (``protobuf_encode.py``), or a conversion asked for in the Accept header
 (``application/json;as=Table;v=v1;g=meta.k8s.io``, ``as=PartialObjectMetadata``
 and ``as=PartialObjectMetadataList``), following
 staging/src/k8s.io/apiserver/pkg/endpoints/handlers/negotiation.
@@ -41,6 +41,7 @@ class Conversion:
 
     kind: str | None = None
     group_version: str = "meta.k8s.io/v1"
+    protobuf: bool = False  # the object itself, as Kubernetes protobuf
 
 
 def _params(media: str) -> tuple[str, dict]:
@@ -53,13 +54,19 @@ def _params(media: str) -> tuple[str, dict]:
     return parts[0].lower(), params
 
 
-def negotiate_output(accept: str | None) -> Conversion:
-    """Pick the first acceptable entry of the Accept header; protobuf/CBOR-only clients get 406."""
+def negotiate_output(accept: str | None, protobuf_ok: bool = False) -> Conversion:
+    """Pick the first acceptable entry of the Accept header; 406 when there is none.
+
+    ``protobuf_ok``: the response is a built-in object or list, which has a protobuf encoding (custom resources,
+    conversions and watch streams are served in JSON only here).
+    """
     if not accept:
         return Conversion()
     saw_unusable = False
     for entry in accept.split(","):
         media, params = _params(entry)
+        if media == protobuf.MEDIA_TYPE and protobuf_ok and not params.get("as"):
+            return Conversion(protobuf=True)
         if media in ("application/json", "*/*", "application/*", "application/yaml", "") or media.endswith("+json"):
             as_kind = params.get("as")
             if as_kind:

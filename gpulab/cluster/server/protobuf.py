@@ -183,7 +183,8 @@ class _Table:
 
 
 @functools.cache
-def _table() -> _Table:
+def table() -> _Table:
+    """protobuf_fields.json, loaded once (the encoder of responses reads it too)."""
     return _Table(TABLE)
 
 
@@ -502,17 +503,17 @@ def decode(raw: bytes, default: tuple[str, str]) -> tuple[dict | None, tuple[str
         return None, None, "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]"
     if len(raw) == 4:
         return None, None, "empty body"
-    table = _table()
+    fields = table()
     try:
-        envelope = _collect(table.envelope, raw, 4, len(raw))
+        envelope = _collect(fields.envelope, raw, 4, len(raw))
         type_meta = b"".join(raw[s:e] for s, e in envelope.get(1, ()))
-        type_meta = _collect(table.type_meta, type_meta, 0, len(type_meta))
+        type_meta = _collect(fields.type_meta, type_meta, 0, len(type_meta))
     except WireError as exc:
         return None, None, str(exc)
     # copyKindDefaults: the handler's kind and version fill in what the envelope leaves empty.
     api_version, kind = type_meta.get(1) or default[0], type_meta.get(2) or default[1]
     gvk = (api_version, kind)
-    msg = table.kinds.get(gvk) or table.every_version.get(kind)
+    msg = fields.kinds.get(gvk) or fields.every_version.get(kind)
     if msg is None:
         return None, gvk, f"no kind {go_quote(kind)} is registered for version {go_quote(api_version)} " \
                           f"in scheme {go_quote(SCHEME_NAME)}"

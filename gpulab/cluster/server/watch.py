@@ -8,7 +8,8 @@ when it is older than the history kept (:meth:`Store.watch_horizon` is Y); a
 future resourceVersion waits for the events after it; ``sendInitialEvents=true`` (WatchList, used by client-go informers)
 sends the current state then a BOOKMARK annotated
 ``k8s.io/initial-events-end: "true"``; selectors turn MODIFIED events into
-ADDED or DELETED when an object enters or leaves the selection.
+ADDED or DELETED when an object enters or leaves the selection. Nothing is sent before it is durable
+(:meth:`Store.make_durable`): etcd reports only committed revisions to its watchers.
 """
 from __future__ import annotations
 
@@ -111,12 +112,14 @@ async def serve(request: web.Request, api: Api, rt: ResourceType, *, namespace, 
                 if kind:
                     initial.append((kind, change.obj))
             pending.clear()  # the history already holds them
+        store.make_durable(store.rv)   # what follows is all committed: a crash cannot take it back
         resp = await _start(request)
         first = True
         for kind, obj in initial:
             await _send(request, resp, _line(kind, encode(from_storage(rt, obj), first)))
             first = False
         if bookmark_after_initial:
+            store.make_durable(store.rv)
             await _send(request, resp, _line("BOOKMARK", _bookmark(rt, store.rv, initial_end=True)))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout if timeout else None
@@ -129,6 +132,7 @@ async def serve(request: web.Request, api: Api, rt: ResourceType, *, namespace, 
                 if deadline is not None and loop.time() >= deadline:
                     break
                 if allow_bookmarks:
+                    store.make_durable(store.rv)
                     await _send(request, resp, _line("BOOKMARK", _bookmark(rt, store.rv)))
                 next_bookmark = loop.time() + BOOKMARK_INTERVAL
                 continue
@@ -141,11 +145,16 @@ async def serve(request: web.Request, api: Api, rt: ResourceType, *, namespace, 
                 continue
             kind = classify(change, selected)
             if kind:
+                store.make_durable(change.rv)
                 await _send(request, resp, _line(kind, encode(from_storage(rt, change.obj), first)))
                 first = False
         return resp
-    except (ConnectionResetError, asyncio.CancelledError):
-        raise
+    except ConnectionResetError:
+        # The client went away mid-write: one line, and the stream ends, as the watch handler's serve loop does
+        # when a write fails (endpoints/handlers/watch.go: HandleError, then "client disconnect"); aiohttp then
+        # finds the connection gone and logs nothing more.
+        log.info("unable to encode watch object *v1.WatchEvent: write: connection reset by peer")
+        return web.Response()
     finally:
         store.unlisten(listener)
 

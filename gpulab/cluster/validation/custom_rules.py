@@ -24,7 +24,8 @@ fail the request; upstream returns it as a warning, here it is dropped.
 The CEL itself is :mod:`gpulab.cluster.cel` (cel-expr-python), with ``self``
 and ``oldSelf`` declared ``dyn``: values are not typed from the schema, so a
 ``format: date-time`` string stays a string and ``optionalOldSelf`` rules are
-evaluated only when an old value exists. Cost budgets are not computed.
+evaluated only when an old value exists. Rules are held to their cost budget when the CRD is written
+(:mod:`.rule_cost`), so evaluation itself is not metered.
 """
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ the v1 JSON form (``additionalProperties`` may be a bool, ``items`` an object).
 
 Go iterates ``properties`` maps in random order; here they go in sorted order.
 CEL rules in ``x-kubernetes-validations`` are checked for shape, then compiled
-(:func:`.custom_rules.compile_errors`; their cost is not estimated).
+(:func:`.custom_rules.compile_errors`); a valid schema's rules are then held to their cost budget
+(:mod:`.rule_cost`).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import FieldError
 from . import gofield
-from . import custom_rules, structural_openapi
+from . import custom_rules, rule_cost, structural_openapi
 from .custom import prune
 from .path import Path
 
@@ -62,6 +63,8 @@ def validate_version_schema(schema: dict, status_enabled: bool, path: Path) -> l
         structural = validate_structural(schema, root_path)
         errs += structural if structural else validate_defaults(schema, root_path)
     errs += _openapi_schema(schema, root_path, _Ctx(), is_root=True)
+    if not errs and custom_rules.has_rules(schema):
+        errs += rule_cost.cost_errors(schema, root_path)
     return errs
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 
-from .interpreter import ExitShell, Gen, Shell, Spin
+from .interpreter import ExitShell, Gen, Shell
+from .limits import Spin
 from .parse import Parser, ShellSyntaxError
 from .terminal import EXIT_INTERRUPTED, InputStream, Interrupted
 

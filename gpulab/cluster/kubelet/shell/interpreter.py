@@ -17,6 +17,7 @@ from typing import Callable, Generator
 
 from ....contract import USE_RECORDED_OUTPUT, NativeProgram
 from .parse import AndOr, For, Group, If, Loop, Parser, Pipeline, Redirect, Seq, ShellSyntaxError, Simple, Word
+from .limits import BUSY, Spin
 from .terminal import InputStream
 from .world import Action, Program, World
 
@@ -29,10 +30,6 @@ class ExitShell(Exception):
         self.status = status
 
 
-class Spin(Exception):
-    """A loop ran a very long time without sleeping: the program is busy forever."""
-
-
 class _Log:
     """The container's log (stdout and stderr go to the same CRI log file)."""
 
@@ -41,10 +38,16 @@ LOG = _Log()
 
 
 class Buffer:
-    def __init__(self) -> None:
+    """A pipe or a command substitution's output, held in the container's memory."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
         self.parts: list[str] = []
+        self.size = 0
 
     def write(self, text: str) -> None:
+        self.size += len(text)
+        self.world.budget.allocate(self.size)
         self.parts.append(text)
 
     def text(self) -> str:
@@ -64,7 +67,9 @@ class FileSink:
 
     def write(self, text: str) -> None:
         files = self.world.files
-        files.files[self.path] = (files.read(self.path) or "") + text
+        old = files.read(self.path) or ""
+        self.world.budget.allocate(len(old) + len(text))
+        files.files[self.path] = old + text
 
 
 class NativeProcess:
@@ -233,7 +238,7 @@ class Shell:
             for i, command in enumerate(node.commands):
                 last = i == len(node.commands) - 1
                 saved_fds, saved_stdin = self.fds, self.stdin
-                buffer = None if last else Buffer()
+                buffer = None if last else Buffer(self.world)
                 if buffer is not None:
                     self.fds = {**self.fds, 1: buffer}
                 self.stdin = stdin
@@ -264,8 +269,8 @@ class Shell:
         if isinstance(node, Loop):
             status = 0
             while True:
-                if not self.world.spend():
-                    raise Spin
+                if self.world.budget.spend():
+                    yield BUSY
                 if ((yield from self._condition_of(node.condition)) == 0) == node.until:
                     return status
                 status = yield from self.run_seq(node.body)
@@ -296,8 +301,8 @@ class Shell:
     # --- simple commands ----------------------------------------------------
     def _simple(self, node: Simple) -> Gen:
         self.line = node.line
-        if not self.world.spend():
-            raise Spin
+        if self.world.budget.spend():
+            yield BUSY
         self._substituted = 0
         argv = yield from self._expand_words(node.words)
         assigns = []
@@ -467,7 +472,7 @@ class Shell:
         def close() -> None:
             nonlocal started
             if cur or started:
-                fields.append("".join(cur))
+                fields.append(self._joined(cur))
             cur.clear()
             started = False
 
@@ -510,8 +515,13 @@ class Shell:
                         started = True
         close()
         if not split:
-            return ["".join(fields)] if fields else [""]
+            return [self._joined(fields)] if fields else [""]
         return fields
+
+    def _joined(self, parts: list[str]) -> str:
+        """The parts of a word as one value, built only if the container's memory holds it."""
+        self.world.budget.allocate(sum(map(len, parts)))
+        return "".join(parts)
 
     def _param(self, name: str) -> str | None:
         if name == "?":
@@ -541,9 +551,9 @@ class Shell:
             out = []
             for inner in part[1]:
                 out.append((yield from self._value(inner)))
-            return "".join(out)
+            return self._joined(out)
         if kind == "cmd":
-            buffer = Buffer()
+            buffer = Buffer(self.world)
             sub = self.child(fds={**self.fds, 1: buffer}, positional=self.positional)
             sub.vars, sub.exported = dict(self.vars), set(self.exported)
             try:
@@ -701,7 +711,7 @@ class _Arith:
         if tok[0] == "op" and tok[1] in ("-", "+", "!", "~"):
             self.i += 1
             v = self._unary()
-            return {"-": -v, "+": v, "!": int(not v), "~": ~v}[tok[1]]
+            return _int64({"-": -v, "+": v, "!": int(not v), "~": ~v}[tok[1]])
         self.i += 1
         if tok == ("op", "("):
             v = self._assign()
@@ -710,25 +720,32 @@ class _Arith:
             self.i += 1
             return v
         if tok[0] == "num":
-            return int(tok[1])
+            return _int64(int(tok[1]))
         if tok[0] == "name":
             raw = (self.shell.vars.get(tok[1]) or "0").strip() or "0"
             try:
-                return int(raw)
+                return _int64(int(raw))
             except ValueError:
                 return _Arith(raw, self.shell, self.depth + 1).evaluate()
         raise ValueError("syntax error")
 
 
 def _apply(op: str, a: int, b: int) -> int:
+    """``a op b`` in the shell's 64-bit signed arithmetic (intmax_t: wrapping, shift counts taken modulo 64)."""
     if op in ("/", "%"):
         if b == 0:
             raise ZeroDivisionError("division by zero")
         q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
-        return q if op == "/" else a - q * b
-    return {
+        return _int64(q if op == "/" else a - q * b)
+    if op in ("<<", ">>"):
+        b &= 63
+    return _int64({
         "||": lambda: int(bool(a) or bool(b)), "&&": lambda: int(bool(a) and bool(b)), "|": lambda: a | b,
         "^": lambda: a ^ b, "&": lambda: a & b, "==": lambda: int(a == b), "!=": lambda: int(a != b),
         "<": lambda: int(a < b), "<=": lambda: int(a <= b), ">": lambda: int(a > b), ">=": lambda: int(a >= b),
         "<<": lambda: a << b, ">>": lambda: a >> b, "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-    }[op]()
+    }[op]())
+
+
+def _int64(value: int) -> int:
+    return (value + 2 ** 63) % 2 ** 64 - 2 ** 63

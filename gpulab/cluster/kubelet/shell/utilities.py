@@ -17,6 +17,7 @@ from . import interactive
 from .compress import gunzip, gzip, zcat
 from .octets import to_bytes
 from .interpreter import ExitShell, Gen, Shell
+from .limits import BUSY
 from .parse import Parser
 from .terminal import InputStream
 
@@ -127,6 +128,7 @@ def printf(sh: Shell, argv: list[str]) -> Gen:
             used = True
             arg = args.pop(0) if args else ""
             spec = "%" + flags + (width or "") + (f".{precision}" if precision else "")
+            sh.world.budget.allocate(sum(int(n) for n in (width, precision) if n and n.isdigit()) + len(arg))
             if conv in "diouxX":
                 try:
                     number = int(arg, 0) if arg else 0
@@ -613,6 +615,8 @@ def seq(sh: Shell, argv: list[str]) -> Gen:
         v += step
         if len(values) > 1_000_000:
             break
+        if sh.world.budget.spend():
+            yield BUSY
     if values:
         yield from _out(sh, sep.join(values) + "\n")
     return 0

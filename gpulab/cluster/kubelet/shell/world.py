@@ -16,6 +16,7 @@ from typing import Callable, Generator
 
 from ....contract import NativeProgram
 from ..images import Behaviour, Catalog, Image
+from .limits import Budget
 
 # What a program generator yields: ("out", text) for output, ("sleep", seconds) to let time pass.
 Action = tuple[str, object]
@@ -122,7 +123,8 @@ class World:
     pid1_stop: StopHandler | None = None
     # The ports a program of this container listens on (a serving behaviour's ``serves``), by number.
     listening: dict = field(default_factory=dict)
-    _budget: int = 0
+    # What its programs may consume (limits.py): CPU a slice at a time, memory up to the container's limit.
+    budget: Budget = field(default_factory=Budget)
 
     def find_program(self, argv: list[str], utilities: dict) -> Program | None:
         """The program ``argv`` runs, or None when the image has no such program."""
@@ -149,11 +151,3 @@ class World:
         """A serving program has started: its ports accept connections (kubelet/serving.py answers them)."""
         for service in services:
             self.listening[service.port] = service
-
-    def spend(self) -> bool:
-        """Count one executed command; False once a process has run too long without letting time pass."""
-        self._budget += 1
-        return self._budget <= 100_000
-
-    def slept(self) -> None:
-        self._budget = 0
