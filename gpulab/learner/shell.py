@@ -17,6 +17,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from . import nodeagent
 from .connection import current, kubectl_binary
 
 
@@ -70,8 +71,11 @@ def kubectl(*args: str, input: str | None = None, capture: bool = False, check: 
         return result
     proc = subprocess.run(command, input=input, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           errors="replace", env=env, timeout=timeout)
-    if proc.stdout:
-        sys.stdout.write(proc.stdout)
+    output = proc.stdout
+    if proc.returncode != 0:     # a node without a node agent (KWOK's): say so, not the API server's dial error
+        output = nodeagent.explain(shlex.join(argv), output, connection.api_client) or output
+    if output:
+        sys.stdout.write(output)
         sys.stdout.flush()
     if check and proc.returncode != 0:
         raise KubectlError(tuple(argv), proc.returncode, proc.stdout)

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from .latency_plot import notebook_figure_class, figure_png
+from ..learner.nodeagent import kwok_node
 
 NAMESPACE = "gpu-operator"
 SERVICE = "nvidia-dcgm-exporter:gpu-metrics"
@@ -137,11 +138,29 @@ class Readings:
         return "\n".join([title] + table) if self.rows else f"{title}: no samples match"
 
 
+class NoExporter:
+    """What a reading or plot shows where the node runs no containers (a KWOK node of the upstream engine): the
+    exporter's metrics come from its container, and nothing serves them."""
+
+    def __init__(self, node: str):
+        self.node = node
+
+    def __repr__(self) -> str:
+        return (f"{self.node} is a KWOK node (this cluster is gpulab's upstream engine): it runs no containers, so "
+                "no dcgm-exporter serves its metrics. The embedded cluster, kind and real GPU clusters show them "
+                "here.")
+
+    def _ipython_display_(self) -> None:
+        print(repr(self))
+
+
 def dcgm_readings(metrics: str | list[str], *, node: str, client=None, namespace: str = NAMESPACE,
-                  **labels: str) -> Readings:
+                  **labels: str) -> Readings | NoExporter:
     """One reading of ``metrics`` on ``node``'s GPUs (keyword ``labels`` keep only matching samples, e.g.
     ``pod="mig-worker"``); printed, a table."""
     wanted = [metrics] if isinstance(metrics, str) else list(metrics)
+    if kwok_node(_api_client(client), node):
+        return NoExporter(node)
     return Readings(node, wanted, scrape(_api_client(client), node, namespace=namespace), labels)
 
 
@@ -251,5 +270,7 @@ class DcgmPlot:
 
 
 def dcgm_plot(metric: str = "DCGM_FI_DEV_GPU_UTIL", *, node: str, seconds: float = 60, every: float = 5,
-              client=None, namespace: str = NAMESPACE) -> DcgmPlot:
+              client=None, namespace: str = NAMESPACE) -> DcgmPlot | NoExporter:
+    if kwok_node(_api_client(client), node):
+        return NoExporter(node)
     return DcgmPlot(metric, node=node, seconds=seconds, every=every, client=client, namespace=namespace)
