@@ -205,7 +205,9 @@ def _system_addons(name: str, kubeconfig: Path, version: str) -> None:
                     kube.create(resource, obj, namespace, manager=systemaddons.MANAGERS.get(obj["kind"], "kubeadm"))
                     break
                 except ApiException as exc:
-                    if exc.status == 409:
+                    # there already (409; or 422 "provided IP is already allocated" for a Service whose first
+                    # create went through after all): kept
+                    if exc.status == 409 or kube.try_get(resource, obj["metadata"]["name"], namespace):
                         break
                     if time.monotonic() > deadline:
                         raise EngineError(f"the API server refused kube-system's {obj['kind']} "
