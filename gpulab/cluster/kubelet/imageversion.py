@@ -2,8 +2,8 @@
 
 An image's tag names a release, whole or in part: ``nginx:1.27.3`` is nginx 1.27.3, ``nginx:1.27`` the newest
 1.27 release its publisher built, ``nginx:stable`` whatever stable was. The image shows that release where the real
-one does: in the environment variable its Dockerfile sets (``NGINX_VERSION``, ``PYTHON_VERSION``,
-``CUDA_VERSION``), which its programs print (``nginx -v``, the ``Server:`` header, the CUDA banner). So a catalog
+one does: in the environment variable its Dockerfile sets (``NGINX_VERSION``, ``PYTHON_VERSION``), which its
+programs print (``nginx -v``, the ``Server:`` header, ``python --version``). So a catalog
 entry (data/images.yaml ``version``) says, as data, where in the tag the release is, which releases exist and
 what its named tags meant, and the pulled image gets that variable set to the release; the default the entry's
 ``env`` gives stands for references that name no release (a digest alone, a named tag not listed).

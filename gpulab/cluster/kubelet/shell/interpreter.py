@@ -94,6 +94,9 @@ class NativeProcess:
     def node_label(self, key: str) -> str | None:
         return self._shell.world.node_labels().get(key)
 
+    def node_annotation(self, key: str) -> str | None:
+        return self._shell.world.node_annotations().get(key)
+
     def now(self) -> float:
         return self._shell.world.time
 
