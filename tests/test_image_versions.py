@@ -2,7 +2,7 @@
 
 nginx's options as src/core/nginx.c parses them (``-v`` prints ``nginx version: nginx/1.27.5`` to stderr and
 exits), and the release of each tag as docker-library/official-images published it (``nginx:1.27`` is 1.27.5,
-``python:3.12`` is 3.12.11, a CUDA image's tag begins with its release). Sources: docs/fidelity.md#images.
+``python:3.12`` is 3.12.11, a CUDA image's tag begins with its release). Sources: docs/fidelity.md#kubelet.
 """
 from __future__ import annotations
 

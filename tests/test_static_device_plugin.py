@@ -3,7 +3,7 @@
 k8s-device-plugin v0.18.1 (``deployments/static/nvidia-device-plugin.yml``, ``cmd/nvidia-device-plugin/main.go``,
 ``internal/plugin/factory.go``): with no NVML library the ``auto`` discovery strategy resolves no platform; failing
 on that error (the flag's default) it exits 1 and crash-loops; with ``FAIL_ON_INIT_ERROR=false`` (the v0.15-v0.17
-static manifests) it finds no devices and waits. Sources: docs/fidelity.md#images.
+static manifests) it finds no devices and waits. Sources: docs/fidelity.md#gpustack.
 """
 from __future__ import annotations
 
