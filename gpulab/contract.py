@@ -201,6 +201,9 @@ class ContainerProcess(Protocol):
     def node_label(self, key: str) -> str | None:
         """A label of the node the container runs on, read now (programs that read their Node from the API)."""
 
+    def node_annotation(self, key: str) -> str | None:
+        """An annotation of the node, read now: the hardware a program probes on its host (``GPU_COUNT_ANNOTATION``)."""
+
     def now(self) -> float:
         """The process's clock, seconds since the epoch."""
 

@@ -10,6 +10,10 @@ memory the model gives it is more than that, the allocation fails as CUDA's does
 "out of memory"), in the words PyTorch wraps a CUDA error in, and the program exits 1: the container ends in
 ``Error`` and, under ``restartPolicy: Always``, crash-loops.
 
+Asked only for its version (``python -V``, ``python --version``), the interpreter prints ``Python`` and the
+release its image declares in ``PYTHON_VERSION`` (set from the image's tag, docs/images.md) and exits 0, as
+CPython does; an image that declares none (the NGC images) leaves the program a training program.
+
 The GPU's memory and the replicas come from the node's GFD labels (``nvidia.com/gpu.memory``,
 ``nvidia.com/gpu.replicas``), the same config the control daemon reads. A native program of the node agent
 (:data:`gpulab.contract.NativeProgram`), named by the behaviours of ``data/images.yaml`` listed in
@@ -42,7 +46,20 @@ def mps_memory(process: ContainerProcess) -> tuple[int, int] | None:
     return int(int(memory) * workload_model().memory_fraction), int(limit.rstrip("M"))
 
 
+def _version_query(process: ContainerProcess) -> str | None:
+    """CPython's answer to ``-V``/``--version`` in an image that declares its release, else None."""
+    interpreter = process.argv[0].rsplit("/", 1)[-1] in ("python", "python3")
+    release = process.getenv("PYTHON_VERSION")
+    if interpreter and release and process.argv[1:2] in (["-V"], ["--version"]):
+        return f"Python {release}\n"
+    return None
+
+
 def main(process: ContainerProcess) -> Generator[tuple[str, object], None, int]:
+    version = _version_query(process)
+    if version is not None:
+        yield ("stdout", version)
+        return 0
     needs = mps_memory(process)
     if needs is not None and needs[0] > needs[1]:
         yield ("stderr", OUT_OF_MEMORY)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from importlib import resources
 
-from . import configmanager, cudaworkload, mpsdaemon, nfdmaster, observe
+from . import configmanager, cudaworkload, mpsdaemon, nfdmaster, observe, pluginstart
 from .allocation import NVIDIA_SMI_PROGRAM
 
 PROGRAMS = {"config-manager": configmanager.main, "mps-control-daemon": mpsdaemon.main, "nfd-master": nfdmaster.main,
+            "nvidia-device-plugin": pluginstart.main,
             NVIDIA_SMI_PROGRAM: observe.nvidia_smi, **{name: cudaworkload.main for name in cudaworkload.PROGRAMS}}
 
 

@@ -18,6 +18,7 @@ grammar and normalization rules; the grammar is small.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import urllib.parse
@@ -29,6 +30,7 @@ from typing import Mapping
 import yaml
 
 from ...contract import NativeProgram
+from .imageversion import TagVersion, parse_version
 from .serving import HttpService, parse_serves
 
 DEFAULT_DOMAIN = "docker.io"
@@ -140,9 +142,19 @@ class Image:
     shell: str | None = None          # the flavour of /bin/sh: ash, dash (None: no shell in the image)
     programs: frozenset[str] | None = None   # None: contents unknown, any program is taken to exist
     os_release: str = ""
+    version: TagVersion | None = None    # the release its tag names (imageversion.py), set in env when pulled
 
     def has_program(self, name: str) -> bool:
         return self.programs is None or name in self.programs
+
+    def pulled_as(self, tag: str) -> Image:
+        """The image as pulled by ``tag``: its release variable says the release the tag names."""
+        release = self.version.release(tag) if self.version else None
+        if release is None:
+            return self
+        env = dict(self.env)
+        env[self.version.env] = release
+        return dataclasses.replace(self, env=tuple(env.items()))
 
 
 @dataclass(frozen=True)
@@ -190,7 +202,7 @@ class Catalog:
             return entries[0].image
         for entry in entries:
             if entry.tags.match(ref.tag or "latest"):
-                return entry.image
+                return entry.image.pulled_as(ref.tag or "latest")
         raise PullError(prefix + f"{full}: not found")
 
     def preloaded(self) -> list[tuple[Image, str]]:
@@ -259,7 +271,7 @@ def load_catalog(*extra: CatalogSource) -> Catalog:
                 repository=spec["repository"], size=int(spec["size"]),
                 entrypoint=tuple(spec.get("entrypoint") or ()), cmd=tuple(spec.get("cmd") or ()),
                 env=tuple((k, str(v)) for k, v in (spec.get("env") or {}).items()), shell=spec.get("shell"),
-                programs=programs, os_release=spec.get("osRelease", ""))
+                programs=programs, os_release=spec.get("osRelease", ""), version=parse_version(spec.get("version")))
             entries.append(_Entry(image, re.compile(spec["tags"]), tuple(str(t) for t in spec.get("preloaded") or ())))
     return Catalog(entries=entries, registries=registries, behaviours=behaviours, shells=shells, resolver=resolver,
                    natives=natives)

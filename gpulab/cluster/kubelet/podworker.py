@@ -555,14 +555,15 @@ class PodWorker:
         return World(image=image, catalog=self.k.catalog, env=env, files=files, hostname=pod_hostname(self.pod),
                      nproc=max(1, int(float(capacity.get("cpu", "1") or 1))), kernel=info.get("kernelVersion", ""),
                      workdir=run.spec.get("workingDir") or "/", mounted=mounted,
-                     mounted_native=natives, node_labels=self._node_labels,
+                     mounted_native=natives, node_labels=lambda: self._node_metadata("labels"),
+                     node_annotations=lambda: self._node_metadata("annotations"),
                      boot_time=parse_time((node.get("metadata") or {}).get("creationTimestamp")) or 0.0,
                      budget=Budget(memory=memory_limit(run.spec)))
 
-    def _node_labels(self) -> dict[str, str]:
-        """The labels of this pod's node now (what a program reading its Node from the API would see)."""
+    def _node_metadata(self, field: str) -> dict[str, str]:
+        """The labels or annotations of this pod's node now (what a program reading its Node would see)."""
         node = self.k.api.store.get("nodes", "", self.node_name) or {}
-        return (node.get("metadata") or {}).get("labels") or {}
+        return (node.get("metadata") or {}).get(field) or {}
 
     def _create(self, run: ContainerRun, ref: ImageReference, image: Image, now: float) -> bool:
         """startContainer, steps 2 and 3: generate the container config, create it, start it."""

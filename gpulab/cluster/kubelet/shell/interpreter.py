@@ -94,6 +94,9 @@ class NativeProcess:
     def node_label(self, key: str) -> str | None:
         return self._shell.world.node_labels().get(key)
 
+    def node_annotation(self, key: str) -> str | None:
+        return self._shell.world.node_annotations().get(key)
+
     def now(self) -> float:
         return self._shell.world.time
 
@@ -371,8 +374,8 @@ class Shell:
                              is_pid1=self.is_pid1 and self.execing)
             try:
                 status = yield from sub.run_seq(Parser(script).parse_script())
-            except ExitShell as exc:
-                status = exc.status
+            except ExitShell as exc:   # the program ends here (`nginx -v`), serving or not
+                return exc.status
             if b.serve and script is b.script:
                 self.world.listen(b.serves)
                 yield ("sleep", math.inf)

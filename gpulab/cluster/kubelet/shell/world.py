@@ -6,7 +6,8 @@ against this small world: the environment the kubelet computed, a virtual file s
 device nodes and mounts of the device allocation) and the programs of the image (data/images.yaml),
 the host programs the device allocation mounted (each with the output it was given) and the utilities
 the interpreter itself implements. Native programs may also read the labels of the node the container
-runs on (``node_labels``), standing in for programs that read their Node from the API.
+runs on (``node_labels``), standing in for programs that read their Node from the API, and its annotations
+(``node_annotations``), standing in for programs that probe the host's hardware.
 """
 from __future__ import annotations
 
@@ -115,6 +116,7 @@ class World:
     mounted_native: dict[str, NativeProgram] = field(default_factory=dict)
     # The labels of the node the container runs on, read when asked (they change while a program runs).
     node_labels: Callable[[], dict[str, str]] = _no_labels
+    node_annotations: Callable[[], dict[str, str]] = _no_labels
     # The process's virtual clock (seconds since the epoch), advanced by the process driver.
     time: float = 0.0
     # When the node booted, on the same clock (``uptime``): the node agent registering its Node.
