@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpulab.checks import settled
 from tests.conftest import stop_cluster
 from tests.test_checks_common import A100, H100, FakeGpuStack, run, start_plain_cluster
 
@@ -63,7 +64,33 @@ def test_timeslicing_a100(stack):
                              "(NVIDIA-A100-SXM4-40GB-SHARED); H100 untouched: gpulab-worker2 8 whole GPUs")
 
 
-def test_mig_mixed_h100(stack):
+def test_timeslicing_a100_is_not_judged_before_the_operator_has_restarted_the_device_plugins(stack, monkeypatch):
+    """The grader's 0/2 after a learner's PASS: the ClusterPolicy names a config (``default`` time-slicing every
+    node) that the operator has not yet written into the device plugin's DaemonSet, so no plugin has restarted
+    with it and the H100 still looks whole. The check says it has not settled, never PASS; once the DaemonSet
+    carries the config it judges."""
+    monkeypatch.setattr(settled, "SETTLE_SECONDS", 1.0)
+    stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", sharing=time_slicing(4))
+    stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled")
+    stack.operator(sets=("driver.version=580.105.08", "mig.strategy=mixed", "devicePlugin.config.name=sharing",
+                         "devicePlugin.config.default=default"))
+    try:
+        stack.device_plugin_daemonset(config=None)                    # the template before the policy's change
+        result = run(stack, "lab04.timeslicing_a100")
+        assert not result.passed
+        assert result.reason == (
+            "not settled yet: the ClusterPolicy is ready, the operator has not applied devicePlugin.config.name, "
+            "devicePlugin.config.default to nvidia-device-plugin-daemonset yet; this check judges the cluster once "
+            "it has settled, run it again")
+        stack.device_plugin_daemonset(config="sharing", default="default")    # rendered; the plugins restarted
+        stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled", sharing=time_slicing(4))
+        assert run(stack, "lab04.timeslicing_a100").reason.startswith("the H100 node gpulab-worker2 is time-sliced too")
+    finally:
+        stack.operator(sets=("driver.version=580.105.08", "mig.strategy=mixed"))     # the lab's starting state
+        stack.device_plugin_daemonset(config=None)
+
+
+def test_mig_mixed_h100(stack, monkeypatch):
     stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled")
     assert run(stack, "lab04.mig_mixed_h100").reason == (
         "MIG is off on H100 node gpulab-worker2 (nvidia.com/mig.config=all-disabled)")
@@ -72,9 +99,12 @@ def test_mig_mixed_h100(stack):
     assert run(stack, "lab04.mig_mixed_h100").reason == (
         "H100 node gpulab-worker2 is partitioned as all-1g.10gb; the exercise asks for all-balanced")
 
+    # While the MIG manager applies the layout the check does not judge: it waits, then says it has not settled.
     stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-balanced", mig_state="pending")
+    monkeypatch.setattr(settled, "SETTLE_SECONDS", 1.0)
     assert run(stack, "lab04.mig_mixed_h100").reason == (
-        "the MIG manager is still applying all-balanced on gpulab-worker2 (nvidia.com/mig.config.state=pending)")
+        "not settled yet: the ClusterPolicy is ready, operands still starting on gpulab-worker2 (MIG manager); this "
+        "check judges the cluster once it has settled, run it again")
 
     stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-balanced", mig_state="failed")
     assert run(stack, "lab04.mig_mixed_h100").reason == (
@@ -177,6 +207,7 @@ def test_mps_a100(stack):
     # plugin refuses it and its devices turn unhealthy (allocatable 0), as the embedded cluster shows it.
     stack.gpu_node(A100, A100_MODEL, 4, sharing=mps(4))
     stack.set_node(A100, {**stack.core.read_node(A100).metadata.labels}, {"nvidia.com/gpu": 0})
+    stack.device_plugin_failed(A100, "using --mig-strategy=mixed is not supported with MPS")
     result = run(stack, "lab04.mps_a100")
     assert not result.passed
     assert result.reason == (

@@ -14,9 +14,11 @@ cell with stderr output as zero).
 from __future__ import annotations
 
 import difflib
+import time
 from dataclasses import replace
 
 from . import final, lab01, lab02, lab03, lab04, lab05, lab06, progress, setup  # noqa: F401 - registers the checks
+from . import settled
 from .answers import NO_ANSWER, unanswered
 from .registry import CHECKS, LABS, Check
 from .result import Result, failed
@@ -58,8 +60,11 @@ def run(check_id: str, answer=NO_ANSWER, *, client=None) -> Result:
                                                     "then run gpulab.connect() again")
     if api_client is not None:
         try:
-            reader = ClusterReader(api_client)
-            result = check.func(reader, answer) if check.takes_answer else check.func(reader)
+            reader = _settled_reader(check, lambda: ClusterReader(api_client))
+            if isinstance(reader, Result):
+                result = reader
+            else:
+                result = check.func(reader, answer) if check.takes_answer else check.func(reader)
         except Exception as exc:  # noqa: BLE001 - a verdict, never a traceback, in a learner's cell
             result = _unreachable(exc, api_client)
             if result is None:
@@ -68,6 +73,21 @@ def run(check_id: str, answer=NO_ANSWER, *, client=None) -> Result:
     if remember:
         progress.record(result)
     return result
+
+
+def _settled_reader(check: Check, new_reader):
+    """A reader of the settled cluster for ``check`` (waiting up to ``settled.SETTLE_SECONDS`` for what it reads
+    to stop changing), or the verdict that it has not settled."""
+    reader = new_reader()
+    if check.settles is None:
+        return reader
+    deadline = time.monotonic() + settled.SETTLE_SECONDS
+    while (detail := check.settles(reader)) is not None:
+        if time.monotonic() >= deadline:
+            return settled.not_settled(detail)
+        time.sleep(settled.POLL_SECONDS)
+        reader = new_reader()
+    return reader
 
 
 def assert_passed(result: Result | str, answer=NO_ANSWER) -> None:

@@ -11,6 +11,7 @@ from .kube import is_running, node_name, requested_resources, state_text
 from ..gpustack.hardware import gpu_model
 from ..gpustack.latency import device_plugin_thread_percentage, request_ms_default
 from .registry import check
+from .settled import gpu_stack_settling
 from .result import Result, failed, passed
 
 TIME_SLICES = 4
@@ -62,7 +63,8 @@ def _time_sliced(node: dict) -> list[str]:
     return signs
 
 
-@check("lab04.timeslicing_a100", "A100 node time-sliced 4 ways (16 nvidia.com/gpu, product -SHARED), H100 node whole")
+@check("lab04.timeslicing_a100", "A100 node time-sliced 4 ways (16 nvidia.com/gpu, product -SHARED), H100 node whole",
+       settles=gpu_stack_settling)
 def timeslicing_a100(cluster) -> Result:
     all_nodes = cluster.nodes()
     nodes = nodes_of_family(all_nodes, "a100")
@@ -81,13 +83,6 @@ def timeslicing_a100(cluster) -> Result:
         if replicas != str(TIME_SLICES):
             return failed(f"A100 node {node_name_} is time-sliced {replicas} ways ({REPLICAS}={replicas}); the "
                           f"exercise asks for {TIME_SLICES}", hint)
-        gpus = int(node_labels.get(COUNT) or 0)
-        if allocatable(node) != gpus * TIME_SLICES:
-            return failed(f"A100 node {node_name_} advertises {allocatable(node)} {GPU}, not its {gpus} GPUs x "
-                          f"{TIME_SLICES} replicas yet", "the device plugin restarts with the new config; wait")
-        if not (node_labels.get(PRODUCT) or "").endswith("-SHARED"):
-            return failed(f"A100 node {node_name_}'s {PRODUCT} is {node_labels.get(PRODUCT)}, without the -SHARED "
-                          "suffix GFD adds to time-sliced GPUs", "GFD relabels the node shortly; wait")
     for node in nodes_of_family(all_nodes, "h100"):
         signs = _time_sliced(node)
         if signs:
@@ -144,7 +139,8 @@ def latency_sensitive(cluster, answer) -> Result:
     return latency_sensitive_question().judge(answer, key="b")
 
 
-@check("lab04.mig_mixed_h100", "H100 node all-balanced under the mixed strategy, state success")
+@check("lab04.mig_mixed_h100", "H100 node all-balanced under the mixed strategy, state success",
+       settles=gpu_stack_settling)
 def mig_mixed_h100(cluster) -> Result:
     nodes = nodes_of_family(cluster.nodes(), "h100")
     if not nodes:
@@ -158,21 +154,15 @@ def mig_mixed_h100(cluster) -> Result:
         if layout != MIG_LAYOUT:
             return failed(f"H100 node {node_name_} is partitioned as {layout}; the exercise asks for {MIG_LAYOUT}",
                           f"relabel the node (`kubectl label node ... {MIG_CONFIG}=... --overwrite`)")
-        if state != "success":
-            if state == "failed":
-                return failed(f"the MIG manager failed to apply {layout} on {node_name_} ({MIG_STATE}=failed)",
-                              "`kubectl logs -n gpu-operator` of the nvidia-mig-manager pod on that node says why")
-            return failed(f"the MIG manager is still applying {layout} on {node_name_} ({MIG_STATE}="
-                          f"{state or 'unset'})", "wait for the state to become success")
+        if state == "failed":
+            return failed(f"the MIG manager failed to apply {layout} on {node_name_} ({MIG_STATE}=failed)",
+                          "`kubectl logs -n gpu-operator` of the nvidia-mig-manager pod on that node says why")
         strategy = node_labels.get(MIG_STRATEGY)
         if strategy != "mixed":
             return failed(f"H100 node {node_name_} runs MIG strategy {strategy or 'unset'}: with single, every "
                           "slice is advertised as nvidia.com/gpu and a balanced layout cannot be advertised; the "
                           "exercise asks for mixed", "the strategy is the ClusterPolicy's spec.mig.strategy")
         slices = {k: v for k, v in nvidia_allocatable(node).items() if k.startswith(MIG_RESOURCE_PREFIX) and v}
-        if not slices:
-            return failed(f"the device plugin does not advertise any {MIG_RESOURCE_PREFIX}* resource on "
-                          f"{node_name_} yet", "it restarts after the MIG manager; wait")
     summary = ", ".join(f"{k}: {v}" for k, v in slices.items())
     return passed(f"H100 node {name(nodes[-1])} runs {MIG_LAYOUT} under the mixed strategy ({summary})")
 
@@ -288,7 +278,8 @@ def _shared(node: dict) -> list[str]:
     return signs
 
 
-@check("lab04.mps_a100", "A100 node shared with MPS 4 ways (16 nvidia.com/gpu, sharing-strategy mps), H100 node whole")
+@check("lab04.mps_a100", "A100 node shared with MPS 4 ways (16 nvidia.com/gpu, sharing-strategy mps), H100 node whole",
+       settles=gpu_stack_settling)
 def mps_a100(cluster) -> Result:
     all_nodes = cluster.nodes()
     nodes = nodes_of_family(all_nodes, "a100")
@@ -317,9 +308,6 @@ def mps_a100(cluster) -> Result:
         if replicas != str(MPS_REPLICAS):
             return failed(f"A100 node {node_name_} is shared with MPS {replicas} ways ({REPLICAS}={replicas}); the "
                           f"exercise asks for {MPS_REPLICAS}", hint)
-        if allocatable(node) != gpus * MPS_REPLICAS or node_labels.get(MPS_CAPABLE) != "true":
-            return failed(f"A100 node {node_name_} advertises {allocatable(node)} {GPU}, not its {gpus} GPUs x "
-                          f"{MPS_REPLICAS} MPS shares yet", "the device plugin restarts with the new config; wait")
     for node in nodes_of_family(all_nodes, "h100"):
         signs = _shared(node)
         if signs:

@@ -59,6 +59,10 @@ class ClusterReader:
     def pod(self, name: str, namespace: str = "default") -> dict | None:
         return self._optional(self._api.PODS, name, namespace)
 
+    def events(self, namespace: str, field_selector: str | None = None) -> list[dict]:
+        return self._cached(("events", namespace, field_selector), lambda: self.kube.list(
+            self._api.EVENTS, namespace, field_selector=field_selector, timeout=None)["items"])
+
     def configmap(self, name: str, namespace: str = "default") -> dict | None:
         return self._optional(self._api.CONFIGMAPS, name, namespace)
 
