@@ -77,17 +77,21 @@ def run(check_id: str, answer=NO_ANSWER, *, client=None) -> Result:
 
 def _settled_reader(check: Check, new_reader):
     """A reader of the settled cluster for ``check`` (waiting up to ``settled.SETTLE_SECONDS`` for what it reads
-    to stop changing), or the verdict that it has not settled."""
+    to stop changing, and seeing it settled twice in a row), or the verdict that it has not settled."""
     reader = new_reader()
     if check.settles is None:
         return reader
     deadline = time.monotonic() + settled.SETTLE_SECONDS
-    while (detail := check.settles(reader)) is not None:
-        if time.monotonic() >= deadline:
+    quiet = False          # settled at the last read too, QUIET_SECONDS ago: a change just made has been picked up
+    while True:
+        detail = check.settles(reader)
+        if detail is None and quiet:
+            return reader
+        if detail is not None and time.monotonic() >= deadline:
             return settled.not_settled(detail)
-        time.sleep(settled.POLL_SECONDS)
+        quiet = detail is None
+        time.sleep(settled.QUIET_SECONDS if quiet else settled.POLL_SECONDS)
         reader = new_reader()
-    return reader
 
 
 def assert_passed(result: Result | str, answer=NO_ANSWER) -> None:

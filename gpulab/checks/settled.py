@@ -24,6 +24,9 @@ from .result import Result, failed
 # How long a check waits for the stack to settle; the grader's recheck of a test cell allows 30 s in all.
 SETTLE_SECONDS = float(os.environ.get("GPULAB_SETTLE_SECONDS", "20"))
 POLL_SECONDS = 0.5
+# Settled twice, this far apart: the components react to a change by watching it, so a change made just before
+# the check (a label, a patch) has started to show by the second read.
+QUIET_SECONDS = 0.5
 CLUSTERPOLICY = ("nvidia.com", "v1", "clusterpolicies")
 PLUGIN_FAILED = "DevicePluginFailed"
 
