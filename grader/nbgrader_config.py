@@ -14,6 +14,7 @@ from nbgrader.preprocessors import (
     OverwriteKernelspec,
 )
 
+import gpulab.learner
 from gpulab.grading.execute import HermeticExecute
 from gpulab.grading.feedback import ExplainGrades
 from gpulab.grading.sanitize import RestoreGradedCells
@@ -38,7 +39,8 @@ c.Autograde.sanitize_preprocessors = [
 c.Autograde.autograde_preprocessors = [
     HermeticExecute, IgnorePattern, LimitOutput, SaveVerifiedGrades, AssignLatePenalties, CheckCellMetadata,
 ]
-c.Execute.timeout = 120             # seconds per cell; a cell that runs longer is interrupted, the rest still graded
+# How cells run (c.Execute.timeout): one file, read by the learner's Validate too, so it says what grading says.
+load_subconfig(str(Path(gpulab.learner.__file__).parent / "jupyter" / "nbgrader_config.py"))  # noqa: F821
 # The final assessment's answer keys, judged in the grading process only (learners' checks just record answers).
 c.HermeticExecute.check_modules = ["answer_keys.py"]
 

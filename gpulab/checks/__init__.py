@@ -14,6 +14,7 @@ cell with stderr output as zero).
 from __future__ import annotations
 
 import difflib
+import os
 import time
 from dataclasses import replace
 
@@ -22,6 +23,8 @@ from . import settled
 from .answers import NO_ANSWER, unanswered
 from .registry import CHECKS, LABS, Check
 from .result import Result, failed
+
+VALIDATE_ENV = "NBGRADER_EXECUTION"
 
 __all__ = ["CHECKS", "LABS", "Check", "NO_ANSWER", "Result", "assert_passed", "check_ids", "get", "progress", "run"]
 
@@ -96,17 +99,26 @@ def _settled_reader(check: Check, new_reader):
 
 def assert_passed(result: Result | str, answer=NO_ANSWER) -> None:
     """For graded cells: run the check (given its id) and raise AssertionError with its reason unless it passed
-    (or, for a question only the grader judges, its answer was recorded).
+    (or, for a question only the grader judges, its answer was recorded: under ``nbgrader validate`` that raises
+    too, saying so, since Validate's "Success!" would claim a verdict nobody has given yet).
 
     The verdict is printed, once per call, and nothing is returned, so a cell ending in ``assert_passed(...)``
     does not show the verdict a second time as its value.
     """
     if isinstance(result, str):
         result = run(result, answer)
+    if result.recorded and validating():
+        raise AssertionError(f"{result.check_id}: answer recorded; judged when graded\n{result.reason}")
     if not (result.passed or result.recorded):
         message = f"{result.check_id}: {result.reason}"
         raise AssertionError(f"{message}\nHint: {result.hint}" if result.hint else message)
     print(result)
+
+
+def validating() -> bool:
+    """Whether ``nbgrader validate`` (JupyterLab's Validate button) runs this kernel: nbgrader sets
+    ``NBGRADER_EXECUTION=validate`` for it, ``autograde`` when grading."""
+    return os.environ.get(VALIDATE_ENV) == "validate"
 
 
 def _no_answer(check: Check, answer) -> Result:
