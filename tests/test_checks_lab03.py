@@ -118,8 +118,10 @@ def test_pending_reason(stack):
     message = stack.core.read_namespaced_pod("stuck-worker", "default").status.conditions[0].message
     assert message.startswith("0/4 nodes are available: ") and UNTOLERATED in message
     # The option's letter or text, or the scheduler's own words for the H100 node.
+    # Quoting is quoting: the whole PodScheduled message, or kubectl describe's event line around it.
+    event = f"  Warning  FailedScheduling  12s   default-scheduler  {message}"
     for answer in ("a", "(A)", "the pod has no toleration for the GPU taint", PENDING_OPTIONS["a"],
-                   "node(s) had untolerated taint(s)", "3 node(s) had untolerated taint(s)."):
+                   "node(s) had untolerated taint(s)", "3 node(s) had untolerated taint(s).", message, event):
         result = run(stack, "lab03.pending_reason", answer)
         assert result.passed, (answer, result)
         assert result.reason == (f"right: (a) The pod has no toleration for the GPU taint. The scheduler reports "
@@ -154,7 +156,10 @@ def test_fraction_refused(stack):
     refusal = ('Pod "gpulab-half-gpu-probe" is invalid: [spec.containers[0].resources.limits[nvidia.com/gpu]: '
                'Invalid value: "500m": must be an integer, spec.containers[0].resources.requests[nvidia.com/gpu]: '
                'Invalid value: "500m": must be an integer]')
-    for answer in ("a", FRACTION_OPTIONS["a"], "must be an integer", " Must be an integer. "):
+    kubectl_line = ('The Pod "half" is invalid: spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: '
+                    '"500m": must be an integer')
+    for answer in ("a", FRACTION_OPTIONS["a"], "must be an integer", " Must be an integer. ",
+                   'Invalid value: "500m": must be an integer', kubectl_line, refusal):
         result = run(stack, "lab03.fraction_refused", answer)
         assert result.passed, (answer, result)
         assert result.reason == (f"right: (a) The API server refuses it: nvidia.com/gpu must be a whole number. It "

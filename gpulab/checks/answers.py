@@ -67,22 +67,35 @@ def choice(answer, options: dict[str, tuple[str, ...]]) -> str | None:
     return None
 
 
+def quoted(answer, reasons: dict[str, tuple[str, ...]]) -> set[str]:
+    """The keys whose reason, as the tool prints it, the answer quotes: contains whole (compared as ``words``), as
+    a learner pastes a line of kubectl's output around it. A reason is the tool's full wording, never a keyword."""
+    said = words(answer)
+    return {key for key, texts in reasons.items() if any(words(t) and words(t) in said for t in texts)}
+
+
 @dataclass(frozen=True)
 class MultipleChoice:
     """A lettered question. An answer is an option's letter or its whole text, or one of ``words[letter]``: the
-    words a tool itself prints for that option (the scheduler's reason, the API server's error)."""
+    words a tool itself prints for that option (the scheduler's reason, the API server's error); or a quote that
+    contains one of ``quotes[letter]``, the tool's full reason for that option (kubectl's whole line around it)."""
 
     options: dict[str, str]
     why_not: dict[str, str]              # letter -> why that option is wrong (never which one is right)
     hint: str
     words: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    quotes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def letters(self) -> str:
         return ", ".join(self.options)
 
     def pick(self, answer) -> str | None:
-        return choice(answer, {k: (text, *self.words.get(k, ())) for k, text in self.options.items()})
+        picked = choice(answer, {k: (text, *self.words.get(k, ())) for k, text in self.options.items()})
+        if picked is None:
+            found = quoted(answer, self.quotes)
+            picked = found.pop() if len(found) == 1 else None
+        return picked
 
     def judge(self, answer, key: str) -> Result:
         picked = self.pick(answer)

@@ -9,6 +9,8 @@ answer to a half-GPU pod created with ``dryRun=All``).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import yaml
 
 from .answers import NO_ANSWER, MultipleChoice
@@ -108,7 +110,8 @@ def pending_reason(cluster, answer) -> Result:
         },
         hint="`kubectl describe pod stuck-worker` lists the scheduler's FailedScheduling event; its message gives a "
              "reason per group of nodes: pick the one for the node the pod selects (or quote that reason)",
-        words={option: tuple(r for r in reasons if _option_of_reason(r) == option) for option in said})
+        words={option: tuple(r for r in reasons if _option_of_reason(r) == option) for option in said},
+        quotes={option: tuple(r for r in decisive if _option_of_reason(r) == option) for option in right})
     picked = question.pick(answer)
     if picked in right:
         quoted = next(r for r in decisive if _option_of_reason(r) == picked)
@@ -208,7 +211,8 @@ def fraction_refused(cluster, answer) -> Result:
     if status is None:
         return failed(f"this cluster accepted a pod asking for {GPU}: 0.5, so there is no refusal to explain",
                       "the API servers this course targets refuse it; are you connected to the right cluster?")
-    result = FRACTION.judge(answer, key="a")
+    causes = tuple(c["message"] for c in (status.get("details") or {}).get("causes") or [] if c.get("message"))
+    result = replace(FRACTION, quotes={"a": causes}).judge(answer, key="a")   # its error quoted, as kubectl prints it
     if result.passed:
         return passed(f"{result.reason} It refuses the pod before it is stored: {status.get('message')}")
     return result
