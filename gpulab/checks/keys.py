@@ -55,7 +55,10 @@ def keyed_question(check_id: str, title: str, *, answer: str, form: tuple[Callab
     _FORMS[check_id] = form
     read, described = form
 
-    @check(check_id, title, answer=answer, settles=settles)
+    def settling_if_judged(cluster) -> str | None:      # a learner's check only records: nothing to wait for
+        return settles(cluster) if settles is not None and check_id in _JUDGES else None
+
+    @check(check_id, title, answer=answer, settles=settling_if_judged if settles is not None else None)
     def record_or_judge(cluster, given) -> Result:
         well_formed = read(given)
         if well_formed is None:
