@@ -171,26 +171,28 @@ def test_latency_sensitive_service_on_a_time_sliced_gpu_is_the_mistake():
 
     question = latency_sensitive_question()
 
-    right = checks.run("lab04.latency_sensitive", "b", client=object())
+    right = checks.run("lab04.latency_sensitive", "c", client=object())
     assert right.passed
-    assert right.reason == ("right: (b) p99 climbs to about 7.6 ms, over the budget: every busy neighbour adds about "
-                            "one time slice to the tail. Time-slicing is the wrong way to share a GPU with "
-                            "latency-sensitive serving; give it a MIG slice or a GPU of its own.")
+    assert right.reason == ("right: (c) p99 climbs to about 7.6 ms, over budget: each busy neighbour adds a slice. "
+                            "Time-slicing is the wrong way to share a GPU with latency-sensitive serving; give it a "
+                            "MIG slice or a GPU of its own.")
     assert question.options["a"] == ("p99 stays near 0.6 ms: each replica has a quarter of the GPU to "
                                               "itself.")
-    for option in "acd":
+    for option in "abd":
         result = checks.run("lab04.latency_sensitive", option, client=object())
         assert not result.passed and result.reason == f"({option}) is not it: {question.why_not[option]}"
-        assert "(b)" not in result.reason + result.hint
+        assert "(c)" not in result.reason + result.hint
 
 
 def test_check_yourself_what_mig_gives():
     from gpulab import checks
     from gpulab.checks.lab04 import CHECK_YOURSELF
 
-    right = checks.run("lab04.check_yourself", CHECK_YOURSELF.options["b"], client=object())
-    assert right.passed and right.reason == f"right: (b) {CHECK_YOURSELF.options['b']}"
-    for option in "acd":
+    right = checks.run("lab04.check_yourself", CHECK_YOURSELF.options["a"], client=object())
+    assert right.passed and right.reason == ("right: (a) Each slice owns its memory, compute and cache, isolated in "
+                                             "hardware. So one tenant cannot touch or crowd another's; time-slicing "
+                                             "shares one GPU in software, with weaker isolation.")
+    for option in "bcd":
         result = checks.run("lab04.check_yourself", option, client=object())
         assert not result.passed and result.reason == f"({option}) is not it: {CHECK_YOURSELF.why_not[option]}"
     assert checks.run("lab04.check_yourself", "MIG isolates", client=object()).reason == \

@@ -45,7 +45,7 @@ MISTAKES = {
             "fraction_refused_answer": 'fraction_refused = "fractions are fine, the node just has no free GPU"',
         }, {"pending_reason_test", "fraction_refused_test"}),
         "in-own-words": ({
-            "pending_reason_answer": 'pending_reason = "the pod has no toleration for the GPU taint"',
+            "pending_reason_answer": 'pending_reason = "the pod does not tolerate the GPU nodes\' taint"',
             "fraction_refused_answer": 'fraction_refused = "must be an integer"',
         }, set()),
     },

@@ -113,30 +113,31 @@ def latency_sensitive_question() -> MultipleChoice:
     return MultipleChoice(
         options={
             "a": f"p99 stays near {_a100_p99(0):.1f} ms: each replica has a quarter of the GPU to itself.",
-            "b": f"p99 climbs to about {_a100_p99(TIME_SLICES - 1):.1f} ms, over the budget: every busy neighbour "
-                 "adds about one time slice to the tail. Time-slicing is the wrong way to share a GPU with "
-                 "latency-sensitive serving; give it a MIG slice or a GPU of its own.",
-            "c": "p99 climbs a little but stays within the budget, because the device plugin gives inference pods "
-                 "priority.",
-            "d": "The pod is refused: a time-sliced GPU cannot serve inference.",
+            "b": "p99 rises slightly yet stays within the budget: inference pods get priority.",
+            "c": f"p99 climbs to about {_a100_p99(TIME_SLICES - 1):.1f} ms, over budget: each busy neighbour adds "
+                 "a slice.",
+            "d": "The pod is refused: a time-sliced GPU cannot serve inference at all.",
         },
         why_not={
             "a": "time-sliced replicas do not own a quarter of the GPU: they take turns on all of it, and a busy "
                  "neighbour's turn is time your request waits",
-            "c": "the device plugin only advertises replicas; nothing in time-slicing knows priorities or latency "
+            "b": "the device plugin only advertises replicas; nothing in time-slicing knows priorities or latency "
                  "budgets",
             "d": f"a replica is an ordinary {GPU} to the scheduler: the pod runs, only slowly at the tail",
         },
         hint=f"read the time-slicing p99 at {TIME_SLICES - 1} busy neighbours off "
              f"widgets.latency_figure(model=\"{A100_MODEL}\", max_neighbours={TIME_SLICES - 1}, "
              f"p99_budget_ms={LATENCY_BUDGET_MS:g})",
+        key="c",
+        because="Time-slicing is the wrong way to share a GPU with latency-sensitive serving; give it a MIG slice "
+                "or a GPU of its own.",
     )
 
 
 @check("lab04.latency_sensitive", "answer: a latency-sensitive service on a time-sliced GPU with busy neighbours",
-       answer="latency_sensitive")
+       answer="latency_sensitive", question=latency_sensitive_question)
 def latency_sensitive(cluster, answer) -> Result:
-    return latency_sensitive_question().judge(answer, key="b")
+    return latency_sensitive_question().judge(answer)
 
 
 @check("lab04.mig_mixed_h100", "H100 node all-balanced under the mixed strategy, state success",
@@ -232,14 +233,13 @@ def choose_sharing(cluster, answer) -> Result:
 
 CHECK_YOURSELF = MultipleChoice(
     options={
-        "a": "More pods per GPU than time-slicing can give.",
-        "b": "Each slice gets its own hardware-isolated memory (and its own compute and cache), so one tenant "
-             "cannot touch or crowd another's; time-slicing shares one GPU in software, with weaker isolation.",
-        "c": "Nothing: both share a GPU in software by taking turns.",
+        "a": "Each slice owns its memory, compute and cache, isolated in hardware.",
+        "b": "More pods per GPU than time-slicing can give, at the same latency.",
+        "c": "Nothing: both share one GPU in software, by taking turns on it.",
         "d": "It works on every NVIDIA GPU, while time-slicing needs an A100 or H100.",
     },
     why_not={
-        "a": "time-slicing gives as many replicas as the config says; MIG gives at most seven slices of an H100",
+        "b": "time-slicing gives as many replicas as the config says; MIG gives at most seven slices of an H100",
         "c": "taking turns is time-slicing only: MIG partitions the GPU in hardware, each slice with its own memory "
              "and SMs",
         "d": "the other way round: MIG needs MIG-capable GPUs (A100, H100 and newer), time-slicing works on any "
@@ -247,13 +247,16 @@ CHECK_YOURSELF = MultipleChoice(
     },
     hint="compare what `nvidia-smi -L` shows inside a pod on a MIG slice and on a time-sliced replica, and what "
          "each isolates",
+    key="a",
+    because="So one tenant cannot touch or crowd another's; time-slicing shares one GPU in software, with weaker "
+            "isolation.",
 )
 
 
 @check("lab04.check_yourself", "check yourself: what MIG gives you that time-slicing does not",
-       answer="check_yourself")
+       answer="check_yourself", question=CHECK_YOURSELF)
 def check_yourself(cluster, answer) -> Result:
-    return CHECK_YOURSELF.judge(answer, key="b")
+    return CHECK_YOURSELF.judge(answer)
 
 
 # lab04.mps_a100: MPS, the device plugin's third strategy, on the A100 node; refused under the mixed MIG strategy.
