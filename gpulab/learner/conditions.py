@@ -182,12 +182,14 @@ def _unsettled_gpu_nodes(nodes: list[dict], mig_manager_enabled, device_plugin_e
     return unsettled
 
 
-def node_labelled(node: str, key: str, value: str) -> Callable[[], Progress]:
+def nodes_labelled(selector: str, key: str, value: str) -> Callable[[], Progress]:
+    """Every node the label ``selector`` finds (``nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3``: nodes by what
+    they are, since their names differ from cluster to cluster) carries ``key=value``; none found is not done."""
     def poll() -> Progress:
-        found = [n for n in _reader().nodes() if n["metadata"]["name"] == node]
-        labels = (found[0]["metadata"].get("labels") or {}) if found else {}
-        return Progress(int(labels.get(key) == value), 1, f"{key}={labels.get(key, '')}")
-    return _named(f"node {node} {key}={value}", poll)
+        found = _reader().nodes(selector)
+        done = [n for n in found if (n["metadata"].get("labels") or {}).get(key) == value]
+        return Progress(len(done), len(found) or 1, f"{key}={value}")
+    return _named(f"nodes {selector}: {key}={value}", poll)
 
 
 def gpus_allocatable(at_least: int = 1, resource: str = "nvidia.com/gpu") -> Callable[[], Progress]:

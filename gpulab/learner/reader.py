@@ -45,8 +45,8 @@ class ClusterReader:
         """The API server's ``/version`` (``gitVersion``, ...)."""
         return self.kube.request("GET", "/version", timeout=None)
 
-    def nodes(self) -> list[dict]:
-        return self._cached(("nodes",), lambda: self._items(self._api.NODES))
+    def nodes(self, label_selector: str | None = None) -> list[dict]:
+        return self._cached(("nodes", label_selector), lambda: self._items(self._api.NODES, None, label_selector))
 
     def pods(self, namespace: str | None = None, label_selector: str | None = None) -> list[dict]:
         return self._cached(("pods", namespace, label_selector),
