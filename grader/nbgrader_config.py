@@ -41,6 +41,9 @@ c.Autograde.autograde_preprocessors = [
 ]
 # How cells run (c.Execute.timeout): one file, read by the learner's Validate too, so it says what grading says.
 load_subconfig(str(Path(gpulab.learner.__file__).parent / "jupyter" / "nbgrader_config.py"))  # noqa: F821
+# A check of GPU-stack state waits for it to settle, up to 90 s on a loaded host (gpulab.checks.settled): the
+# grader's recheck of a test cell gets longer than that, so load never turns a correct answer into a timeout.
+c.HermeticExecute.recheck_timeout = 100
 # The final assessment's answer keys, judged in the grading process only (learners' checks just record answers).
 c.HermeticExecute.check_modules = ["answer_keys.py"]
 

@@ -90,6 +90,38 @@ def test_timeslicing_a100_is_not_judged_before_the_operator_has_restarted_the_de
         stack.device_plugin_daemonset(config=None)
 
 
+def test_timeslicing_a100_holds_while_a_loaded_device_plugin_keeps_restarting(stack, monkeypatch):
+    """Under load the verdict holds: 8 learners on 2 cores saw a correct lab04 fail because a device plugin
+    restarted again a second after the answer cell had seen its GPUs. Here the A100's device plugin restarts
+    over and over (advertising nothing, then its 16 replicas for a moment) for several times the check's settle
+    wait, as on a loaded machine, before it settles on the solution: the check keeps waiting while the stack
+    keeps changing, and passes, instead of calling a stack that is getting there not settled."""
+    import threading
+    import time
+
+    monkeypatch.setattr(settled, "SETTLE_SECONDS", 1.0)     # a stack that changes nothing for 1 s has stalled
+    stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled")
+    stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", sharing=time_slicing(4))
+    labels = stack.core.read_node(A100).metadata.labels
+
+    def restarting() -> None:
+        for _ in range(6):                                   # 6 x 0.8 s: about five times the settle wait
+            stack.set_node(A100, labels, {})                 # between two plugin pods: nothing advertised
+            time.sleep(0.7)
+            stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", sharing=time_slicing(4))
+            time.sleep(0.1)
+
+    restarts = threading.Thread(target=restarting)
+    stack.set_node(A100, labels, {})
+    restarts.start()
+    try:
+        result = run(stack, "lab04.timeslicing_a100")
+    finally:
+        restarts.join()
+    assert result.passed, result
+    assert result.reason.startswith("A100 time-sliced 4 ways: gpulab-worker3 16 nvidia.com/gpu")
+
+
 def test_mig_mixed_h100(stack, monkeypatch):
     stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled")
     assert run(stack, "lab04.mig_mixed_h100").reason == (

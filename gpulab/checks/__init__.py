@@ -79,18 +79,24 @@ def run(check_id: str, answer=NO_ANSWER, *, client=None) -> Result:
 
 
 def _settled_reader(check: Check, new_reader):
-    """A reader of the settled cluster for ``check`` (waiting up to ``settled.SETTLE_SECONDS`` for what it reads
-    to stop changing, and seeing it settled twice in a row), or the verdict that it has not settled."""
+    """A reader of the settled cluster for ``check`` (seeing it settled twice in a row), or the verdict that it has
+    not settled: nothing it read changed for ``settled.SETTLE_SECONDS``, or it was still changing after
+    ``settled.SETTLE_LIMIT_SECONDS`` (a loaded machine reconciles slowly, but it reconciles)."""
     reader = new_reader()
     if check.settles is None:
         return reader
-    deadline = time.monotonic() + settled.SETTLE_SECONDS
+    started = changed = time.monotonic()
+    seen = None            # what the last read saw (objects and their versions): a new version is progress
     quiet = False          # settled at the last read too, QUIET_SECONDS ago: a change just made has been picked up
     while True:
         detail = check.settles(reader)
+        now = time.monotonic()
         if detail is None and quiet:
             return reader
-        if detail is not None and time.monotonic() >= deadline:
+        if reader.versions() != seen:
+            seen, changed = reader.versions(), now
+        if detail is not None and (now - changed >= settled.SETTLE_SECONDS
+                                   or now - started >= settled.SETTLE_LIMIT_SECONDS):
             return settled.not_settled(detail)
         quiet = detail is None
         time.sleep(settled.QUIET_SECONDS if quiet else settled.POLL_SECONDS)

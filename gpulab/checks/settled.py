@@ -8,7 +8,13 @@ then fails a second later, or fail one that is about to pass. So a check that re
 reconciled state waits, a bounded time, until the stack has settled
 (:func:`gpulab.learner.conditions.clusterpolicy_settled`, the wait the course's
 cells use), and judges then; if it does not settle in that time it says so and
-never passes.
+never passes. The time it waits is counted from the last change it saw, not from
+its start: on a loaded machine (a workshop host, a grading run with more jobs
+than cores) a device plugin may restart again and again for longer than a quiet
+machine needs, and a check that gave up while the stack was still getting there
+would turn a correct answer into a failed cell. Only a stack that has stopped
+changing without settling, or one still changing after ``SETTLE_LIMIT_SECONDS``,
+is reported as not settled.
 
 A stack that is stuck is settled too: an operand crash-looping, or a device plugin
 that refused its config (its ``DevicePluginFailed`` event), changes no further
@@ -21,8 +27,11 @@ import os
 from ..learner.conditions import clusterpolicy_settled
 from .result import Result, failed
 
-# How long a check waits for the stack to settle; the grader's recheck of a test cell allows 30 s in all.
+# How long a check waits for the stack to change again before it calls it stalled and not settled.
 SETTLE_SECONDS = float(os.environ.get("GPULAB_SETTLE_SECONDS", "20"))
+# The longest a check waits for a stack that keeps changing: within the 120 s a cell may run (Validate and grading,
+# gpulab/learner/jupyter/nbgrader_config.py), and below the grader's recheck timeout (grader/nbgrader_config.py).
+SETTLE_LIMIT_SECONDS = 90.0
 POLL_SECONDS = 0.5
 # Settled twice, this far apart: the components react to a change by watching it, so a change made just before
 # the check (a label, a patch) has started to show by the second read.

@@ -40,6 +40,18 @@ class ClusterReader:
     def _optional(self, res, name: str, namespace: str | None = None) -> dict | None:
         return self.kube.try_get(res, name, namespace, timeout=None)
 
+    def versions(self) -> frozenset:
+        """Every object this reader has read, as (uid, resourceVersion): two readers that read the same objects in
+        the same versions saw nothing change between them (resource versions compared for equality only, as the
+        API conventions allow)."""
+        found = set()
+        for value in self._cache.values():
+            for obj in value if isinstance(value, list) else [value]:
+                meta = obj.get("metadata") if isinstance(obj, dict) else None
+                if isinstance(meta, dict) and meta.get("resourceVersion"):
+                    found.add((meta.get("uid") or meta.get("name"), meta["resourceVersion"]))
+        return frozenset(found)
+
     # --- core -------------------------------------------------------------
     def version(self) -> dict:
         """The API server's ``/version`` (``gitVersion``, ...)."""
