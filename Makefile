@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 LAB_PORT ?= 8888
 
-.PHONY: lab instructor test install upstream bench cluster clean labs-release course-outputs
+.PHONY: lab instructor test install upstream bench cluster clean labs-release learner-release course-outputs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,11 @@ course-outputs: install
 ## make labs-release: regenerate labs/ from solutions/ with nbgrader generate_assignment
 labs-release: install
 	$(PY) tools/labs_release.py
+
+## make learner-release: what learners get (README, "Learners work in the learner release"): this repository without
+## solutions, answer keys or tests, in dist/gpulab-learner/
+learner-release:
+	$(PYTHON) tools/learner_release.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache bench/results

@@ -14,71 +14,80 @@ from gpulab.checks.answers import MultipleChoice
 FORGOTTEN_TOLERATION = MultipleChoice(
     options={
         "a": "It runs on a GPU node: asking for a GPU is enough to pass the taint.",
-        "b": "It stays Pending: no node both tolerates it and has a free GPU.",
-        "c": "It runs on a CPU node, without a GPU.",
-        "d": "The API server refuses to create it.",
+        "b": "It runs on a CPU node, without a GPU, until a GPU node has room.",
+        "c": "It stays Pending: no node both tolerates it and has a free GPU.",
+        "d": "It is refused: the API server rejects a GPU pod with no toleration.",
     },
     why_not={
         "a": "a resource request does not tolerate a taint: the scheduler checks taints and resources separately, "
              "and every node must pass both",
-        "c": "a node that advertises no nvidia.com/gpu cannot satisfy a request for one",
+        "b": "a node that advertises no nvidia.com/gpu cannot satisfy a request for one",
         "d": "the API server validates the pod's fields, not whether some node can take it",
     },
     hint="lab 02 (taints and tolerations) and lab 03 (reading why a pod is Pending)",
+    key="c",
+    because="The scheduler checks taints and resources on every node: the GPU nodes fail the taint, the others the "
+            "GPU request.",
 )
 
 COPIED_DENSITY = MultipleChoice(
     options={
-        "a": "Nothing: time-sliced replicas are isolated, so density does not change latency.",
-        "b": "Measure p99 latency under your own load at that density, since time-sliced replicas wait for each "
-             "other's slices.",
-        "c": "Set replicas to the number of GPUs on the node.",
+        "a": "Measure p99 under your own load at that density before copying it.",
+        "b": "Nothing: time-sliced replicas are isolated, so latency stays put.",
+        "c": "Set replicas to the number of GPUs on the node instead of 10.",
         "d": "Nothing: the device plugin refuses densities that hurt latency.",
     },
     why_not={
-        "a": "time-slicing isolates neither memory nor time: each busy neighbour adds about one time slice to a "
+        "b": "time-slicing isolates neither memory nor time: each busy neighbour adds about one time slice to a "
              "request's tail",
         "c": "replicas is how many pods share one GPU; it has nothing to do with how many GPUs a node has",
         "d": "the device plugin advertises whatever the config says; it knows nothing of your latency",
     },
     hint="lab 04: p99 under busy neighbours, and the latency plot",
+    key="a",
+    because="Time-sliced replicas wait for each other's slices, so p99 grows with every busy neighbour.",
 )
 
 DRA_MEMORY_SELECTOR = MultipleChoice(
     options={
-        "a": "device.attributes['gpu.nvidia.com'].memory >= 40",
-        "b": "device.attributes['gpu.nvidia.com'].productName == '40Gi'",
-        "c": "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0",
-        "d": "resources.limits['nvidia.com/gpu-memory'] >= 40Gi",
+        "a": "device.attributes['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0",
+        "b": "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0",
+        "c": "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) <= 0",
+        "d": "device.capacity['gpu.nvidia.com'].memory.isGreaterThan(quantity('40'))",
     },
     why_not={
         "a": "NVIDIA's driver publishes memory as a capacity, not an attribute: the expression fails at run time "
              "on every device (no such key: memory)",
-        "b": "productName is the GPU's name; no product is called 40Gi, so nothing matches",
-        "d": "that is not CEL over a device, and no device plugin advertises a memory resource",
+        "c": "compareTo(...) <= 0 keeps devices with at most 40Gi, the opposite of what the request needs",
+        "d": "quantity('40') is 40 bytes, not 40 GiB: every GPU has more, so nothing is kept out",
     },
     hint="module 06: the ResourceSlice read like a datasheet, and the Pending pod whose selector named a missing "
          "attribute",
+    key="b",
+    because="NVIDIA's driver publishes each GPU's memory as a capacity, a quantity compared with compareTo.",
 )
 
 DRA_OR_DEVICE_PLUGIN = MultipleChoice(
     options={
-        "a": "nvidia.com/gpu: 2 with a product nodeSelector, which every cluster and quota tool understands.",
-        "b": "Always DRA: nvidia.com/gpu is deprecated in v1.37.",
-        "c": "A ResourceClaim shared by both pods, since DRA is the only way to get two GPUs.",
-        "d": "DRA, because the device plugin cannot count past one GPU per pod.",
+        "a": "A ResourceClaim: the device plugin cannot give one pod two GPUs.",
+        "b": "nvidia.com/gpu: 2 with a product nodeSelector, as quotas count it.",
+        "c": "Always a ResourceClaim: nvidia.com/gpu is deprecated in v1.37.",
+        "d": "Two ResourceClaims, since one claim can only hold one device.",
     },
     why_not={
-        "b": "the device plugin and extended resources are stable and remain the GPU Operator's default",
-        "c": "a shared claim gives the same device to every pod that names it; two whole GPUs are two devices",
-        "d": "nvidia.com/gpu: N asks for N whole GPUs",
+        "a": "nvidia.com/gpu: N asks for N whole GPUs",
+        "c": "the device plugin and extended resources are stable and remain the GPU Operator's default",
+        "d": "one claim's request may ask for several devices (count: 2); a claim is not limited to one",
     },
     hint="module 06: when to use DRA and when nvidia.com/gpu",
+    key="b",
+    because="Every cluster, quota and autoscaler understands it; DRA pays off when you select GPUs by their "
+            "attributes or share them.",
 )
 
-KEYS = {"final.forgotten_toleration": (FORGOTTEN_TOLERATION, "b"), "final.copied_density": (COPIED_DENSITY, "b"),
-        "final.dra_memory_selector": (DRA_MEMORY_SELECTOR, "c"), "final.dra_or_device_plugin": (DRA_OR_DEVICE_PLUGIN, "a")}
+KEYS = {"final.forgotten_toleration": FORGOTTEN_TOLERATION, "final.copied_density": COPIED_DENSITY,
+        "final.dra_memory_selector": DRA_MEMORY_SELECTOR, "final.dra_or_device_plugin": DRA_OR_DEVICE_PLUGIN}
 
-for check_id, (question, key) in KEYS.items():
-    keys.install(check_id, lambda cluster, answer, question=question, key=key: question.judge(answer, key))
+for check_id, question in KEYS.items():
+    keys.install(check_id, lambda cluster, answer, question=question: question.judge(answer))
 keys.install("final.allocatable_gpus", lab01.allocatable_gpus)     # the count is the cluster's, read when graded

@@ -14,6 +14,7 @@ from nbgrader.preprocessors import (
     OverwriteKernelspec,
 )
 
+import gpulab.learner
 from gpulab.grading.execute import HermeticExecute
 from gpulab.grading.feedback import ExplainGrades
 from gpulab.grading.sanitize import RestoreGradedCells
@@ -38,7 +39,11 @@ c.Autograde.sanitize_preprocessors = [
 c.Autograde.autograde_preprocessors = [
     HermeticExecute, IgnorePattern, LimitOutput, SaveVerifiedGrades, AssignLatePenalties, CheckCellMetadata,
 ]
-c.Execute.timeout = 120             # seconds per cell; a cell that runs longer is interrupted, the rest still graded
+# How cells run (c.Execute.timeout): one file, read by the learner's Validate too, so it says what grading says.
+load_subconfig(str(Path(gpulab.learner.__file__).parent / "jupyter" / "nbgrader_config.py"))  # noqa: F821
+# A check of GPU-stack state waits for it to settle, up to 90 s on a loaded host (gpulab.checks.settled): the
+# grader's recheck of a test cell gets longer than that, so load never turns a correct answer into a timeout.
+c.HermeticExecute.recheck_timeout = 100
 # What each submission may use (README.md, "Limits"); a cell over a limit earns nothing, the rest is graded.
 # gpulab grade --memory/--disk/--processes/--cpu-seconds override them for one run.
 c.HermeticExecute.memory_limit = "2Gi"      # per process

@@ -138,8 +138,9 @@ class FakeGpuStack:
         labels = gfd.gfd_labels(gpu, count, driver_version=DRIVER, cuda_version="13.0", mig_strategy=mig_strategy,
                                 layout=layout, sharing=config)
         labels["nvidia.com/gpu.present"] = "true"
-        if mig_config:
-            labels.update({"nvidia.com/mig.config": mig_config, "nvidia.com/mig.config.state": mig_state})
+        if gpu.mig_capable:      # the operator's all-disabled default, applied by the MIG manager
+            labels.update({"nvidia.com/mig.config": mig_config or "all-disabled",
+                           "nvidia.com/mig.config.state": mig_state})
         resources = sharing_module.advertised(layout, mig_strategy, config)
         self.set_node(node, labels, resources)
 
@@ -154,6 +155,51 @@ class FakeGpuStack:
         old = {k for k in (current.status.allocatable or {}) if k.startswith("nvidia.com/")}
         amounts = {**{k: "0" for k in old}, **{k: str(v) for k, v in resources.items()}}
         self.core.patch_node_status(node, {"status": {"capacity": amounts, "allocatable": amounts}})
+
+    def device_plugin_daemonset(self, *, config: str | None, default: str = "", mig_strategy: str = "mixed") -> None:
+        """The operator's device plugin DaemonSet as rendered for ``devicePlugin.config`` ``config``/``default`` and
+        ``mig.strategy`` (the fields gpu-operator's transformDevicePlugin writes; replaced if there), scheduled on no
+        node: what the checks read of the operator's progress without pods behind it."""
+        from kubernetes import client
+        from kubernetes.client import ApiException
+
+        apps, name = client.AppsV1Api(self.api), "nvidia-device-plugin-daemonset"
+        try:
+            apps.delete_namespaced_daemon_set(name, "gpu-operator")
+        except ApiException as exc:
+            assert exc.status == 404
+        assert eventually(lambda: not apps.list_namespaced_daemon_set(
+            "gpu-operator", field_selector=f"metadata.name={name}").items)
+        env = [{"name": "MIG_STRATEGY", "value": mig_strategy}]
+        pod: dict = {"nodeSelector": {"gpulab.test/no-node": "true"}, "containers": [
+            {"name": "nvidia-device-plugin", "image": PAUSE, "env": env}]}
+        if config:
+            env.append({"name": "DEFAULT_CONFIG", "value": default})
+            pod["volumes"] = [{"name": "available-configs", "configMap": {"name": config}}]
+        apps.create_namespaced_daemon_set("gpu-operator", {
+            "metadata": {"name": name}, "spec": {"selector": {"matchLabels": {"app": name}}, "template": {
+                "metadata": {"labels": {"app": name}}, "spec": pod}}})
+
+    def device_plugin_failed(self, node: str, message: str) -> None:
+        """The device plugin on ``node`` refusing its config, as the stack reports it: a ``DevicePluginFailed``
+        Warning event on its pod (the one plugin pod of the operator's namespace, replaced)."""
+        from kubernetes.client import ApiException
+
+        name = "nvidia-device-plugin-daemonset-fake"
+        try:
+            self.core.delete_namespaced_pod(name, "gpu-operator", grace_period_seconds=0)
+        except ApiException as exc:
+            assert exc.status == 404
+        assert eventually(lambda: not self.core.list_namespaced_pod(
+            "gpu-operator", field_selector=f"metadata.name={name}").items)
+        pod = self.core.create_namespaced_pod("gpu-operator", {
+            "metadata": {"name": name},
+            "spec": {"nodeName": node, "containers": [{"name": "nvidia-device-plugin", "image": PAUSE}],
+                     "terminationGracePeriodSeconds": 0}})
+        self.core.create_namespaced_event("gpu-operator", {
+            "metadata": {"generateName": f"{name}."}, "type": "Warning", "reason": "DevicePluginFailed",
+            "message": message, "involvedObject": {"kind": "Pod", "apiVersion": "v1", "namespace": "gpu-operator",
+                                                   "name": name, "uid": pod.metadata.uid}})
 
     def standard(self) -> None:
         """The default topology's GPU nodes with the operator's defaults: 8x H100 80GB, 4x A100 40GB."""

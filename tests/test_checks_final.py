@@ -71,8 +71,8 @@ def test_the_package_holds_no_key(monkeypatch):
     """Neither an option's text nor why it is wrong is in the installed package: nothing there to read the key from."""
     keys = answer_keys(monkeypatch)
     sources = "\n".join(p.read_text() for p in (ROOT / "gpulab").rglob("*.py"))
-    for question, _ in keys["KEYS"].values():
-        for text in (*question.options.values(), *question.why_not.values()):
+    for question in keys["KEYS"].values():
+        for text in (*question.options.values(), *question.why_not.values(), question.because):
             assert text[:60] not in sources
 
 
@@ -88,10 +88,10 @@ def test_the_grader_judges_with_its_keys(monkeypatch):
         if option == "e":
             assert result.reason == "'e' is not one of the options' letters (a, b, c, d)"
             continue
-        question, key = keys["KEYS"][check_id]
-        assert result.passed == (option == key), (check_id, option)
-        assert result.reason == (f"right: ({key}) {question.options[key]}" if option == key else
-                                 f"({option}) is not it: {question.why_not[option]}")
+        question = keys["KEYS"][check_id]
+        assert result.passed == (option == question.key), (check_id, option)
+        assert result.reason == (f"right: ({option}) {question.options[option]} {question.because}"
+                                 if option == question.key else f"({option}) is not it: {question.why_not[option]}")
 
 
 def test_the_grader_counts_the_clusters_gpus_and_the_learner_only_records(tmp_path, engine):
@@ -121,7 +121,7 @@ def test_the_grader_counts_the_clusters_gpus_and_the_learner_only_records(tmp_pa
 def test_the_final_prints_the_options_the_grader_judges(monkeypatch):
     keys = answer_keys(monkeypatch)
     text = "\n".join(c.source for c in nbformat.read(FINAL, as_version=4).cells if c.cell_type == "markdown")
-    for question, _ in keys["KEYS"].values():
+    for question in keys["KEYS"].values():
         for letter, option in question.options.items():
             assert f"* **({letter})** {option}" in text
 

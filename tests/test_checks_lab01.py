@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from gpulab.checks import settled
 from tests.conftest import stop_cluster
 from tests.test_checks_common import A100, H100, FakeGpuStack, run, start_plain_cluster
 
@@ -55,7 +56,7 @@ def test_setup_connected(stack):
     assert "gpulab cluster status" in unreachable.hint
 
 
-def test_operator_pinned(stack):
+def test_operator_pinned(stack, monkeypatch):
     stack.remove_operator()
     result = run(stack, "lab01.operator_pinned")        # the lab's starting state: a fresh cluster
     assert not result.passed
@@ -94,9 +95,11 @@ def test_operator_pinned(stack):
         "ClusterPolicy cluster-policy has spec.driver.enabled=false: the operator does not manage the driver, so "
         "nothing pins its version")
 
-    stack.operator(state="notReady")
+    stack.operator(state="notReady")                    # the operator still deploying: not judged, never passed
+    monkeypatch.setattr(settled, "SETTLE_SECONDS", 1.0)
     assert run(stack, "lab01.operator_pinned").reason == (
-        "ClusterPolicy cluster-policy is notReady: not every operand runs yet")
+        "not settled yet: the ClusterPolicy is notReady; this check judges the cluster once it has settled, run it "
+        "again")
 
     stack.operator()                                    # the solution: --set driver.version=580.105.08, ready
     result = run(stack, "lab01.operator_pinned")

@@ -188,11 +188,13 @@ def test_taint_kept_pods(stack):
     eventually(lambda: _gpu_pod_count(stack) == 3)
     stack.cluster.kubectl("taint", "nodes", H100, A100, "nvidia.com/gpu=true:NoSchedule")
     assert _gpu_pod_count(stack) == 3
-    for answer in ("b", "(B)", TAINT_EFFECT.options["b"]):
+    for answer in ("d", "(D)", TAINT_EFFECT.options["d"]):
         result = run(stack, "lab02.taint_kept_pods", answer)
         assert result.passed, (answer, result)
-        assert result.reason == f"right: (b) {TAINT_EFFECT.options['b']} Here 3 of web's pods still run on GPU nodes."
-    for option in "acd":
+        assert result.reason == ("right: (d) Nothing: they keep running on the GPU nodes. NoSchedule only keeps new "
+                                 "pods without a matching toleration from being scheduled there; it never moves pods "
+                                 "that already run. Here 3 of web's pods still run on GPU nodes.")
+    for option in "abc":
         result = run(stack, "lab02.taint_kept_pods", option)
         assert not result.passed and result.reason == f"({option}) is not it: {TAINT_EFFECT.why_not[option]}"
     # A sentence that names the right effect and the opposite meaning is not an option.

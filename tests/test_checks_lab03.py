@@ -109,7 +109,7 @@ def test_infer_worker_refused_by_the_api_server_says_so(stack):
 
 
 def test_pending_reason(stack):
-    from gpulab.checks.lab03 import PENDING_OPTIONS
+    from gpulab.checks.lab03 import PENDING
 
     assert run(stack, "lab03.pending_reason", "a").reason == "there is no pod stuck-worker to look at"
 
@@ -118,20 +118,22 @@ def test_pending_reason(stack):
     message = stack.core.read_namespaced_pod("stuck-worker", "default").status.conditions[0].message
     assert message.startswith("0/4 nodes are available: ") and UNTOLERATED in message
     # The option's letter or text, or the scheduler's own words for the H100 node.
-    for answer in ("a", "(A)", "the pod has no toleration for the GPU taint", PENDING_OPTIONS["a"],
-                   "node(s) had untolerated taint(s)", "3 node(s) had untolerated taint(s)."):
+    # Quoting is quoting: the whole PodScheduled message, or kubectl describe's event line around it.
+    event = f"  Warning  FailedScheduling  12s   default-scheduler  {message}"
+    for answer in ("c", "(C)", "the pod does not tolerate the GPU nodes' taint", PENDING.options["c"],
+                   "node(s) had untolerated taint(s)", "3 node(s) had untolerated taint(s).", message, event):
         result = run(stack, "lab03.pending_reason", answer)
         assert result.passed, (answer, result)
-        assert result.reason == (f"right: (a) The pod has no toleration for the GPU taint. The scheduler reports "
+        assert result.reason == (f"right: (c) The pod does not tolerate the GPU nodes' taint. The scheduler reports "
                                  f"\"node(s) had untolerated taint(s)\" for stuck-worker: {message}")
     why_affinity = ("that is why the scheduler ruled out the nodes stuck-worker does not select; it is not what "
                     "stops it on the nodes it does select" if AFFINITY in message else
                     "the scheduler reports no node whose labels fail the pod's nodeSelector")
     wrong = {
-        "c": f"(c) is not it: {why_affinity}",
-        f"1 {AFFINITY}": f"(c) is not it: {why_affinity}" if AFFINITY in message else
+        "b": f"(b) is not it: {why_affinity}",
+        f"1 {AFFINITY}": f"(b) is not it: {why_affinity}" if AFFINITY in message else
                          f"'1 {AFFINITY.lower()}' is not one of the options (a, b, c, d)",
-        "b": "(b) is not it: the scheduler does not report Insufficient nvidia.com/gpu for stuck-worker",
+        "a": "(a) is not it: the scheduler does not report Insufficient nvidia.com/gpu for stuck-worker",
         "d": "(d) is not it: the pod exists: the API server stored it, and Pending with a FailedScheduling event is "
              "the scheduler's verdict",
         "Insufficient nvidia.com/gpu": "'insufficient nvidia.com/gpu' is not one of the options (a, b, c, d)",
@@ -149,18 +151,22 @@ def test_pending_reason(stack):
 
 
 def test_fraction_refused(stack):
-    from gpulab.checks.lab03 import FRACTION_OPTIONS
+    from gpulab.checks.lab03 import FRACTION
 
     refusal = ('Pod "gpulab-half-gpu-probe" is invalid: [spec.containers[0].resources.limits[nvidia.com/gpu]: '
                'Invalid value: "500m": must be an integer, spec.containers[0].resources.requests[nvidia.com/gpu]: '
                'Invalid value: "500m": must be an integer]')
-    for answer in ("a", FRACTION_OPTIONS["a"], "must be an integer", " Must be an integer. "):
+    kubectl_line = ('The Pod "half" is invalid: spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: '
+                    '"500m": must be an integer')
+    for answer in ("b", FRACTION.options["b"], "must be an integer", " Must be an integer. ",
+                   'Invalid value: "500m": must be an integer', kubectl_line, refusal):
         result = run(stack, "lab03.fraction_refused", answer)
         assert result.passed, (answer, result)
-        assert result.reason == (f"right: (a) The API server refuses it: nvidia.com/gpu must be a whole number. It "
-                                 f"refuses the pod before it is stored: {refusal}")
+        assert result.reason == (f"right: (b) The API server refuses it: nvidia.com/gpu must be whole. An extended "
+                                 f"resource is counted in whole units: its request must be an integer. It refuses "
+                                 f"the pod before it is stored: {refusal}")
     wrong = {
-        "b": "(b) is not it: the pod never reaches the scheduler: the API server refuses it when it is created, "
+        "a": "(a) is not it: the pod never reaches the scheduler: the API server refuses it when it is created, "
              "before it is stored",
         "c": "(c) is not it: the pod never reaches a node: the API server refuses it before it is stored, so no "
              "kubelet or device plugin sees it",
@@ -168,7 +174,7 @@ def test_fraction_refused(stack):
         # The issue's contradictory answer, as free text and as the option it is.
         "fractions are fine, the node just has no free GPU": "'fractions are fine, the node just has no free gpu' is "
                                                              "not one of the options (a, b, c, d)",
-        FRACTION_OPTIONS["d"]: "(d) is not it: fractions are not fine: the API server refuses the pod outright, "
+        FRACTION.options["d"]: "(d) is not it: fractions are not fine: the API server refuses the pod outright, "
                                "whatever GPUs are free",
         "Insufficient nvidia.com/gpu": "'insufficient nvidia.com/gpu' is not one of the options (a, b, c, d)",
         "it must be an integer, not a fraction: fractions are fine really": "'it must be an integer, not a fraction: "
@@ -185,9 +191,11 @@ def test_check_yourself_why_a_whole_gpu_and_not_memory():
     from gpulab import checks
     from gpulab.checks.lab03 import CHECK_YOURSELF
 
-    right = checks.run("lab03.check_yourself", "a", client=object())       # judged without reading the cluster
-    assert right.passed and right.reason == f"right: (a) {CHECK_YOURSELF.options['a']}"
-    for option in "bcd":
+    right = checks.run("lab03.check_yourself", "d", client=object())       # judged without reading the cluster
+    assert right.passed and right.reason == ("right: (d) The device plugin advertises whole GPUs, so the scheduler "
+                                             "counts GPUs. It advertises them as an integer resource (nvidia.com/gpu), "
+                                             "and Kubernetes knows nothing of GPU memory.")
+    for option in "abc":
         result = checks.run("lab03.check_yourself", option, client=object())
         assert not result.passed and result.reason == f"({option}) is not it: {CHECK_YOURSELF.why_not[option]}"
-        assert "(a)" not in result.reason + result.hint
+        assert "(d)" not in result.reason + result.hint

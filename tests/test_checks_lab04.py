@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpulab.checks import settled
 from tests.conftest import stop_cluster
 from tests.test_checks_common import A100, H100, FakeGpuStack, run, start_plain_cluster
 
@@ -63,7 +64,65 @@ def test_timeslicing_a100(stack):
                              "(NVIDIA-A100-SXM4-40GB-SHARED); H100 untouched: gpulab-worker2 8 whole GPUs")
 
 
-def test_mig_mixed_h100(stack):
+def test_timeslicing_a100_is_not_judged_before_the_operator_has_restarted_the_device_plugins(stack, monkeypatch):
+    """The grader's 0/2 after a learner's PASS: the ClusterPolicy names a config (``default`` time-slicing every
+    node) that the operator has not yet written into the device plugin's DaemonSet, so no plugin has restarted
+    with it and the H100 still looks whole. The check says it has not settled, never PASS; once the DaemonSet
+    carries the config it judges."""
+    monkeypatch.setattr(settled, "SETTLE_SECONDS", 1.0)
+    stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", sharing=time_slicing(4))
+    stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled")
+    stack.operator(sets=("driver.version=580.105.08", "mig.strategy=mixed", "devicePlugin.config.name=sharing",
+                         "devicePlugin.config.default=default"))
+    try:
+        stack.device_plugin_daemonset(config=None)                    # the template before the policy's change
+        result = run(stack, "lab04.timeslicing_a100")
+        assert not result.passed
+        assert result.reason == (
+            "not settled yet: the ClusterPolicy is ready, the operator has not applied devicePlugin.config.name, "
+            "devicePlugin.config.default to nvidia-device-plugin-daemonset yet; this check judges the cluster once "
+            "it has settled, run it again")
+        stack.device_plugin_daemonset(config="sharing", default="default")    # rendered; the plugins restarted
+        stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled", sharing=time_slicing(4))
+        assert run(stack, "lab04.timeslicing_a100").reason.startswith("the H100 node gpulab-worker2 is time-sliced too")
+    finally:
+        stack.operator(sets=("driver.version=580.105.08", "mig.strategy=mixed"))     # the lab's starting state
+        stack.device_plugin_daemonset(config=None)
+
+
+def test_timeslicing_a100_holds_while_a_loaded_device_plugin_keeps_restarting(stack, monkeypatch):
+    """Under load the verdict holds: 8 learners on 2 cores saw a correct lab04 fail because a device plugin
+    restarted again a second after the answer cell had seen its GPUs. Here the A100's device plugin restarts
+    over and over (advertising nothing, then its 16 replicas for a moment) for several times the check's settle
+    wait, as on a loaded machine, before it settles on the solution: the check keeps waiting while the stack
+    keeps changing, and passes, instead of calling a stack that is getting there not settled."""
+    import threading
+    import time
+
+    monkeypatch.setattr(settled, "SETTLE_SECONDS", 1.0)     # a stack that changes nothing for 1 s has stalled
+    stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled")
+    stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", sharing=time_slicing(4))
+    labels = stack.core.read_node(A100).metadata.labels
+
+    def restarting() -> None:
+        for _ in range(6):                                   # 6 x 0.8 s: about five times the settle wait
+            stack.set_node(A100, labels, {})                 # between two plugin pods: nothing advertised
+            time.sleep(0.7)
+            stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", sharing=time_slicing(4))
+            time.sleep(0.1)
+
+    restarts = threading.Thread(target=restarting)
+    stack.set_node(A100, labels, {})
+    restarts.start()
+    try:
+        result = run(stack, "lab04.timeslicing_a100")
+    finally:
+        restarts.join()
+    assert result.passed, result
+    assert result.reason.startswith("A100 time-sliced 4 ways: gpulab-worker3 16 nvidia.com/gpu")
+
+
+def test_mig_mixed_h100(stack, monkeypatch):
     stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled")
     assert run(stack, "lab04.mig_mixed_h100").reason == (
         "MIG is off on H100 node gpulab-worker2 (nvidia.com/mig.config=all-disabled)")
@@ -72,9 +131,12 @@ def test_mig_mixed_h100(stack):
     assert run(stack, "lab04.mig_mixed_h100").reason == (
         "H100 node gpulab-worker2 is partitioned as all-1g.10gb; the exercise asks for all-balanced")
 
+    # While the MIG manager applies the layout the check does not judge: it waits, then says it has not settled.
     stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-balanced", mig_state="pending")
+    monkeypatch.setattr(settled, "SETTLE_SECONDS", 1.0)
     assert run(stack, "lab04.mig_mixed_h100").reason == (
-        "the MIG manager is still applying all-balanced on gpulab-worker2 (nvidia.com/mig.config.state=pending)")
+        "not settled yet: the ClusterPolicy is ready, operands still starting on gpulab-worker2 (MIG manager); this "
+        "check judges the cluster once it has settled, run it again")
 
     stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-balanced", mig_state="failed")
     assert run(stack, "lab04.mig_mixed_h100").reason == (
@@ -141,26 +203,28 @@ def test_latency_sensitive_service_on_a_time_sliced_gpu_is_the_mistake():
 
     question = latency_sensitive_question()
 
-    right = checks.run("lab04.latency_sensitive", "b", client=object())
+    right = checks.run("lab04.latency_sensitive", "c", client=object())
     assert right.passed
-    assert right.reason == ("right: (b) p99 climbs to about 7.6 ms, over the budget: every busy neighbour adds about "
-                            "one time slice to the tail. Time-slicing is the wrong way to share a GPU with "
-                            "latency-sensitive serving; give it a MIG slice or a GPU of its own.")
+    assert right.reason == ("right: (c) p99 climbs to about 7.6 ms, over budget: each busy neighbour adds a slice. "
+                            "Time-slicing is the wrong way to share a GPU with latency-sensitive serving; give it a "
+                            "MIG slice or a GPU of its own.")
     assert question.options["a"] == ("p99 stays near 0.6 ms: each replica has a quarter of the GPU to "
                                               "itself.")
-    for option in "acd":
+    for option in "abd":
         result = checks.run("lab04.latency_sensitive", option, client=object())
         assert not result.passed and result.reason == f"({option}) is not it: {question.why_not[option]}"
-        assert "(b)" not in result.reason + result.hint
+        assert "(c)" not in result.reason + result.hint
 
 
 def test_check_yourself_what_mig_gives():
     from gpulab import checks
     from gpulab.checks.lab04 import CHECK_YOURSELF
 
-    right = checks.run("lab04.check_yourself", CHECK_YOURSELF.options["b"], client=object())
-    assert right.passed and right.reason == f"right: (b) {CHECK_YOURSELF.options['b']}"
-    for option in "acd":
+    right = checks.run("lab04.check_yourself", CHECK_YOURSELF.options["a"], client=object())
+    assert right.passed and right.reason == ("right: (a) Each slice owns its memory, compute and cache, isolated in "
+                                             "hardware. So one tenant cannot touch or crowd another's; time-slicing "
+                                             "shares one GPU in software, with weaker isolation.")
+    for option in "bcd":
         result = checks.run("lab04.check_yourself", option, client=object())
         assert not result.passed and result.reason == f"({option}) is not it: {CHECK_YOURSELF.why_not[option]}"
     assert checks.run("lab04.check_yourself", "MIG isolates", client=object()).reason == \
@@ -177,6 +241,7 @@ def test_mps_a100(stack):
     # plugin refuses it and its devices turn unhealthy (allocatable 0), as the embedded cluster shows it.
     stack.gpu_node(A100, A100_MODEL, 4, sharing=mps(4))
     stack.set_node(A100, {**stack.core.read_node(A100).metadata.labels}, {"nvidia.com/gpu": 0})
+    stack.device_plugin_failed(A100, "using --mig-strategy=mixed is not supported with MPS")
     result = run(stack, "lab04.mps_a100")
     assert not result.passed
     assert result.reason == (

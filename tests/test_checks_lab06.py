@@ -168,13 +168,13 @@ def test_pending_reason_judges_the_answer_against_the_scheduler(stack):
     scheduled_or_refused(stack, lab06.TOO_BIG_POD)
     wrong = run(stack, "lab06.pending_reason", "a")
     assert not wrong.passed and "asks for no nvidia.com/gpu" in wrong.reason
-    assert not run(stack, "lab06.pending_reason", "d").passed
-    right = run(stack, "lab06.pending_reason", "b")
+    assert not run(stack, "lab06.pending_reason", "c").passed
+    right = run(stack, "lab06.pending_reason", "d")
     assert right.passed and lab06.CANNOT_ALLOCATE in right.reason
     assert run(stack, "lab06.pending_reason", lab06.CANNOT_ALLOCATE).passed     # the scheduler's own words
 
 
 def test_pending_reason_fails_when_there_is_nothing_pending(stack):
     clear(stack)
-    result = run(stack, "lab06.pending_reason", "b")
+    result = run(stack, "lab06.pending_reason", "d")
     assert not result.passed and "there is no pod too-big" in result.reason

@@ -45,7 +45,7 @@ MISTAKES = {
             "fraction_refused_answer": 'fraction_refused = "fractions are fine, the node just has no free GPU"',
         }, {"pending_reason_test", "fraction_refused_test"}),
         "in-own-words": ({
-            "pending_reason_answer": 'pending_reason = "the pod has no toleration for the GPU taint"',
+            "pending_reason_answer": 'pending_reason = "the pod does not tolerate the GPU nodes\' taint"',
             "fraction_refused_answer": 'fraction_refused = "must be an integer"',
         }, set()),
     },
@@ -68,9 +68,10 @@ MISTAKES = {
 def _h100_too(solution: str) -> str:
     """lab04's (and the final's) solution with the time-slicing config selected on the H100 node too: the mistake
     the check catches."""
-    return solution + ('\ngpulab.kubectl("label node gpulab-worker2 nvidia.com/device-plugin.config=a100-40gb")\n'
-                       'gpulab.wait_for(gpulab.conditions.node_labelled("gpulab-worker2", "nvidia.com/gpu.replicas", '
-                       '"4"), timeout=300)')
+    h100 = "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3"
+    return solution + (f'\ngpulab.kubectl("label nodes -l {h100} nvidia.com/device-plugin.config=a100-40gb")\n'
+                       'gpulab.wait_for(gpulab.conditions.nodes_labelled("nvidia.com/device-plugin.config=a100-40gb", '
+                       '"nvidia.com/gpu.replicas", "4"), timeout=300)')
 
 
 def _claim_elsewhere(solution: str) -> str:

@@ -119,8 +119,11 @@ def test_conditions_read_the_cluster(cluster, capsys):
     assert conditions.deployment_ready("absent")() == Progress(0, 1, "absent")
     assert conditions.clusterpolicy_ready()() == Progress(0, 1, "absent")
     assert conditions.gpus_allocatable()() == Progress(0, 1, "0 nvidia.com/gpu")
-    assert conditions.node_labelled("gpulab-worker", "kubernetes.io/os", "linux")() == \
-        Progress(1, 1, "kubernetes.io/os=linux")
+    assert conditions.nodes_labelled("kubernetes.io/os=linux", "kubernetes.io/arch", "amd64")() == \
+        Progress(4, 4, "kubernetes.io/arch=amd64")
+    assert conditions.nodes_labelled("node-role.kubernetes.io/control-plane", "pool", "h100")() == \
+        Progress(0, 1, "pool=h100")
+    assert conditions.nodes_labelled("pool=h100", "pool", "h100")() == Progress(0, 1, "pool=h100")
 
 
 def test_lazy_import_keeps_import_gpulab_light():
@@ -167,7 +170,7 @@ def test_graded_cells_write_nothing_to_stderr_in_a_kernel(cluster, tmp_path):
         "import gpulab\nfrom gpulab import checks",
         f"gpulab.connect(kubeconfig={str(insecure)!r})",
         "gpulab.kubectl('get nodes')\ngpulab.kubectl('get pod nope')",
-        "gpulab.wait_for(gpulab.conditions.node_labelled('gpulab-worker', 'kubernetes.io/os', 'linux'))",
+        "gpulab.wait_for(gpulab.conditions.nodes_labelled('kubernetes.io/os=linux', 'kubernetes.io/os', 'linux'))",
         "checks.assert_passed('setup.connected')",
         "gpulab.check('lab01.allocatable_gpus', 12)",
         "from gpulab import widgets\nwidgets.check_button('setup.connected').click()",

@@ -42,16 +42,20 @@ CELL_TIMEOUT = 600
 CHECK_OUTPUT = "# NBVAL_CHECK_OUTPUT"
 
 
-def kernel_env(home: Path) -> dict[str, str]:
-    """The kernel's environment: a fresh GPULAB_HOME, the venv's programs first, no outside cluster."""
+def kernel_env(home: Path, cluster_name: str | None = None) -> dict[str, str]:
+    """The kernel's environment: a fresh GPULAB_HOME, the venv's programs first, no outside cluster; its embedded
+    cluster named ``cluster_name`` if given (its nodes then ``NAME-worker``...), else the default ``gpulab``."""
     env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "GPULAB_CLUSTER", "GPULAB_CLUSTER_NAME")}
     env.update(GPULAB_HOME=str(home / "gpulab"), KUBECACHEDIR=str(home / "kubecache"),
                PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}")
+    if cluster_name:
+        env["GPULAB_CLUSTER_NAME"] = cluster_name
     return env
 
 
-def execute(path: Path, home: Path) -> tuple[nbformat.NotebookNode, list[float]]:
-    """Run a copy of the notebook in its own directory; return it executed, with each cell's seconds."""
+def execute(path: Path, home: Path, cluster_name: str | None = None) -> tuple[nbformat.NotebookNode, list[float]]:
+    """Run a copy of the notebook in its own directory; return it executed, with each cell's seconds (one entry
+    per cell, markdown cells included)."""
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
@@ -70,19 +74,19 @@ def execute(path: Path, home: Path) -> tuple[nbformat.NotebookNode, list[float]]
 
     client.async_execute_cell = timed
     try:
-        client.execute(env=kernel_env(home))
+        client.execute(env=kernel_env(home, cluster_name))
     finally:
         nb.metadata["gpulab_test"] = {"seconds": round(time.monotonic() - started, 1), "cell_seconds": seconds}
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, str(ARTIFACTS / f"{path.parent.name}--{path.name}"))
-        stop_cluster(home)
+        nbformat.write(nb, str(ARTIFACTS / f"{path.parent.name}--{cluster_name or 'gpulab'}--{path.name}"))
+        stop_cluster(home, cluster_name)
     return nb, seconds
 
 
-def stop_cluster(home: Path) -> None:
+def stop_cluster(home: Path, cluster_name: str | None = None) -> None:
     """Delete the notebook's embedded cluster (its server process and state)."""
-    subprocess.run([str(VENV_BIN / "gpulab"), "cluster", "reset"], env=kernel_env(home), capture_output=True,
-                   timeout=120)
+    subprocess.run([str(VENV_BIN / "gpulab"), "cluster", "reset", "--name", cluster_name or "gpulab"],
+                   env=kernel_env(home, cluster_name), capture_output=True, timeout=120)
 
 
 def stderr_texts(cells) -> list[str]:
@@ -134,6 +138,31 @@ def test_solution_runs_top_to_bottom_on_a_fresh_cluster(path: Path, tmp_path: Pa
     assert not command_errors(nb), f"{_id(path)} ran a command that failed:\n" + "\n".join(command_errors(nb))
     print(f"{_id(path)}: {sum(seconds):.0f}s; slowest cells: "
           + json.dumps(sorted(enumerate(seconds), key=lambda c: -c[1])[:3]))
+
+
+CELL_LIMIT = float(re.search(r"^c\.Execute\.timeout = (\d+)", (ROOT / "gpulab" / "learner" / "jupyter" /
+                                                             "nbgrader_config.py").read_text(), re.M).group(1))
+LAB04 = ROOT / "solutions" / "lab04-sharing" / "lab04-sharing.ipynb"
+
+
+@pytest.mark.slow
+def test_lab04_runs_on_a_cluster_of_another_name_each_exercise_cell_well_within_the_cell_limit(tmp_path: Path):
+    """Nodes are found by their labels: lab04's solution, run on cluster ``alice`` (nodes ``alice-worker2``...,
+    not the ``gpulab-worker2`` of the default cluster), reaches every answer and passes every check. And no
+    exercise cell needs more than a sixth of the per-cell limit that Validate and grading share, so a loaded
+    machine does not turn a correct answer into a timed-out cell (exercise 7 once waited out a pod's 30 s grace
+    period)."""
+    nb, seconds = execute(LAB04, tmp_path, cluster_name="alice")
+    assert not stderr_outputs(nb), "\n".join(stderr_outputs(nb))
+    assert not command_errors(nb), "\n".join(command_errors(nb))
+    said = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "PASS lab04.mps_a100" in said and "alice-worker3" in said and "gpulab-worker" not in said
+    exercise = [(index, cell.metadata["nbgrader"]["grade_id"], took) for index, (cell, took)
+                in enumerate(zip(nb.cells, seconds)) if cell.metadata.get("nbgrader", {}).get("grade_id", "setup")
+                not in ("setup", "intro") and cell.cell_type == "code"]
+    assert len(exercise) == 24
+    slow = [cell for cell in exercise if cell[2] > CELL_LIMIT / 6]
+    assert not slow, f"exercise cells over {CELL_LIMIT / 6:g}s of the {CELL_LIMIT:g}s limit: {slow}"
 
 
 def test_solutions_have_graded_cells_whose_visible_part_is_the_grade():

@@ -14,12 +14,17 @@ cell with stderr output as zero).
 from __future__ import annotations
 
 import difflib
+import os
+import time
 from dataclasses import replace
 
 from . import final, lab01, lab02, lab03, lab04, lab05, lab06, progress, setup  # noqa: F401 - registers the checks
+from . import settled
 from .answers import NO_ANSWER, unanswered
 from .registry import CHECKS, LABS, Check
 from .result import Result, failed
+
+VALIDATE_ENV = "NBGRADER_EXECUTION"
 
 __all__ = ["CHECKS", "LABS", "Check", "NO_ANSWER", "Result", "assert_passed", "check_ids", "get", "progress", "run"]
 
@@ -58,8 +63,11 @@ def run(check_id: str, answer=NO_ANSWER, *, client=None) -> Result:
                                                     "then run gpulab.connect() again")
     if api_client is not None:
         try:
-            reader = ClusterReader(api_client)
-            result = check.func(reader, answer) if check.takes_answer else check.func(reader)
+            reader = _settled_reader(check, lambda: ClusterReader(api_client))
+            if isinstance(reader, Result):
+                result = reader
+            else:
+                result = check.func(reader, answer) if check.takes_answer else check.func(reader)
         except Exception as exc:  # noqa: BLE001 - a verdict, never a traceback, in a learner's cell
             result = _unreachable(exc, api_client)
             if result is None:
@@ -70,19 +78,53 @@ def run(check_id: str, answer=NO_ANSWER, *, client=None) -> Result:
     return result
 
 
+def _settled_reader(check: Check, new_reader):
+    """A reader of the settled cluster for ``check`` (seeing it settled twice in a row), or the verdict that it has
+    not settled: nothing it read changed for ``settled.SETTLE_SECONDS``, or it was still changing after
+    ``settled.SETTLE_LIMIT_SECONDS`` (a loaded machine reconciles slowly, but it reconciles)."""
+    reader = new_reader()
+    if check.settles is None:
+        return reader
+    started = changed = time.monotonic()
+    seen = None            # what the last read saw (objects and their versions): a new version is progress
+    quiet = False          # settled at the last read too, QUIET_SECONDS ago: a change just made has been picked up
+    while True:
+        detail = check.settles(reader)
+        now = time.monotonic()
+        if detail is None and quiet:
+            return reader
+        if reader.versions() != seen:
+            seen, changed = reader.versions(), now
+        if detail is not None and (now - changed >= settled.SETTLE_SECONDS
+                                   or now - started >= settled.SETTLE_LIMIT_SECONDS):
+            return settled.not_settled(detail)
+        quiet = detail is None
+        time.sleep(settled.QUIET_SECONDS if quiet else settled.POLL_SECONDS)
+        reader = new_reader()
+
+
 def assert_passed(result: Result | str, answer=NO_ANSWER) -> None:
     """For graded cells: run the check (given its id) and raise AssertionError with its reason unless it passed
-    (or, for a question only the grader judges, its answer was recorded).
+    (or, for a question only the grader judges, its answer was recorded: under ``nbgrader validate`` that raises
+    too, saying so, since Validate's "Success!" would claim a verdict nobody has given yet).
 
     The verdict is printed, once per call, and nothing is returned, so a cell ending in ``assert_passed(...)``
     does not show the verdict a second time as its value.
     """
     if isinstance(result, str):
         result = run(result, answer)
+    if result.recorded and validating():
+        raise AssertionError(f"{result.check_id}: answer recorded; judged when graded\n{result.reason}")
     if not (result.passed or result.recorded):
         message = f"{result.check_id}: {result.reason}"
         raise AssertionError(f"{message}\nHint: {result.hint}" if result.hint else message)
     print(result)
+
+
+def validating() -> bool:
+    """Whether ``nbgrader validate`` (JupyterLab's Validate button) runs this kernel: nbgrader sets
+    ``NBGRADER_EXECUTION=validate`` for it, ``autograde`` when grading."""
+    return os.environ.get(VALIDATE_ENV) == "validate"
 
 
 def _no_answer(check: Check, answer) -> Result:

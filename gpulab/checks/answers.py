@@ -67,28 +67,48 @@ def choice(answer, options: dict[str, tuple[str, ...]]) -> str | None:
     return None
 
 
+def quoted(answer, reasons: dict[str, tuple[str, ...]]) -> set[str]:
+    """The keys whose reason, as the tool prints it, the answer quotes: contains whole (compared as ``words``), as
+    a learner pastes a line of kubectl's output around it. A reason is the tool's full wording, never a keyword."""
+    said = words(answer)
+    return {key for key, texts in reasons.items() if any(words(t) and words(t) in said for t in texts)}
+
+
 @dataclass(frozen=True)
 class MultipleChoice:
     """A lettered question. An answer is an option's letter or its whole text, or one of ``words[letter]``: the
-    words a tool itself prints for that option (the scheduler's reason, the API server's error)."""
+    words a tool itself prints for that option (the scheduler's reason, the API server's error); or a quote that
+    contains one of ``quotes[letter]``, the tool's full reason for that option (kubectl's whole line around it).
+
+    Options are alike in form and length, so that none stands out as the answer; the explanation lives in the
+    feedback: ``because`` after a right answer, ``why_not`` after a wrong one."""
 
     options: dict[str, str]
     why_not: dict[str, str]              # letter -> why that option is wrong (never which one is right)
     hint: str
+    key: str = ""                        # the right letter (for a question judged from the cluster: in the lab's state)
+    because: str = ""                    # why the right option is right, told once it is picked
     words: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    quotes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def letters(self) -> str:
         return ", ".join(self.options)
 
     def pick(self, answer) -> str | None:
-        return choice(answer, {k: (text, *self.words.get(k, ())) for k, text in self.options.items()})
+        picked = choice(answer, {k: (text, *self.words.get(k, ())) for k, text in self.options.items()})
+        if picked is None:
+            found = quoted(answer, self.quotes)
+            picked = found.pop() if len(found) == 1 else None
+        return picked
 
-    def judge(self, answer, key: str) -> Result:
+    def judge(self, answer, key: str | None = None) -> Result:
+        """The verdict on ``answer``, with ``key`` the right letter (``self.key`` unless the cluster says otherwise)."""
+        key = self.key if key is None else key
         picked = self.pick(answer)
         if picked is None:
             return failed(f"{normalise(answer)!r} is not one of the options ({self.letters})",
                           f"answer with one option's letter, e.g. \"{next(iter(self.options))}\"; {self.hint}")
         if picked == key:
-            return passed(f"right: ({picked}) {self.options[picked]}")
+            return passed(f"right: ({picked}) {self.options[picked]} {self.because}".rstrip())
         return failed(f"({picked}) is not it: {self.why_not[picked]}", self.hint)

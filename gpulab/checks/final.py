@@ -9,6 +9,7 @@ each wrong option is wrong, and the judge of the GPU count.
 from __future__ import annotations
 
 from .keys import keyed_question, one_of, whole_number
+from .settled import gpu_stack_settling
 
 QUESTIONS = {     # check id -> (title, the answer's variable, its form)
     "final.allocatable_gpus": ("answer: total allocatable nvidia.com/gpu in the cluster", "allocatable_gpus",
@@ -20,5 +21,8 @@ QUESTIONS = {     # check id -> (title, the answer's variable, its form)
     "final.dra_or_device_plugin": ("question: DRA or nvidia.com/gpu for a request", "answer_4", one_of("abcd")),
 }
 
+COUNTED = {"final.allocatable_gpus"}      # judged from the cluster's GPU stack, once it has settled
+
 for _check_id, (_title, _variable, _form) in QUESTIONS.items():
-    keyed_question(_check_id, _title, answer=_variable, form=_form)
+    keyed_question(_check_id, _title, answer=_variable, form=_form,
+                   settles=gpu_stack_settling if _check_id in COUNTED else None)

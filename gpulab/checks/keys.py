@@ -48,12 +48,17 @@ def whole_number() -> tuple[Callable[[Any], str | None], str]:
     return form, "a whole number"
 
 
-def keyed_question(check_id: str, title: str, *, answer: str, form: tuple[Callable[[Any], str | None], str]):
-    """Register ``check_id``: a question whose answer the learner's check records and only a judge decides."""
+def keyed_question(check_id: str, title: str, *, answer: str, form: tuple[Callable[[Any], str | None], str],
+                   settles: Callable[[Any], str | None] | None = None):
+    """Register ``check_id``: a question whose answer the learner's check records and only a judge decides
+    (``settles``: what the judge reads is reconciled state, judged once settled, as :func:`.registry.check`)."""
     _FORMS[check_id] = form
     read, described = form
 
-    @check(check_id, title, answer=answer)
+    def settling_if_judged(cluster) -> str | None:      # a learner's check only records: nothing to wait for
+        return settles(cluster) if settles is not None and check_id in _JUDGES else None
+
+    @check(check_id, title, answer=answer, settles=settling_if_judged if settles is not None else None)
     def record_or_judge(cluster, given) -> Result:
         well_formed = read(given)
         if well_formed is None:

@@ -20,6 +20,7 @@ import json
 from .answers import as_int
 from .gpus import GPU, PRODUCT, allocatable, family, gpu_nodes, labels, name, nodes_of_family, product
 from .registry import check
+from .settled import gpu_stack_settling
 from .result import Result, failed, passed
 
 PINNED_DRIVER = "580.105.08"
@@ -61,7 +62,8 @@ def cluster_policy(cluster) -> dict | None:
     return (active or policies or [None])[0]
 
 
-@check("lab01.operator_pinned", "GPU Operator installed, driver pinned to 580.105.08, ClusterPolicy ready")
+@check("lab01.operator_pinned", "GPU Operator installed, driver pinned to 580.105.08, ClusterPolicy ready",
+       settles=gpu_stack_settling)
 def operator_pinned(cluster) -> Result:
     if cluster.crd(CLUSTERPOLICY_CRD) is None:
         return failed("the GPU Operator is not installed: the API server does not serve ClusterPolicy "
@@ -113,7 +115,8 @@ def operator_pinned(cluster) -> Result:
                   f"ClusterPolicy {policy_name} is ready with it")
 
 
-@check("lab01.allocatable_gpus", "answer: total allocatable nvidia.com/gpu in the cluster", answer="allocatable_gpus")
+@check("lab01.allocatable_gpus", "answer: total allocatable nvidia.com/gpu in the cluster", answer="allocatable_gpus",
+       settles=gpu_stack_settling)
 def allocatable_gpus(cluster, answer) -> Result:
     nodes = cluster.nodes()
     per_node = {name(n): allocatable(n) for n in nodes}
@@ -137,7 +140,8 @@ def allocatable_gpus(cluster, answer) -> Result:
     return failed(f"{count} is not the cluster's total allocatable {GPU}", hint)
 
 
-@check("lab01.gpu_product_labels", "answer: the H100 node's nvidia.com/gpu.product label", answer="h100_product")
+@check("lab01.gpu_product_labels", "answer: the H100 node's nvidia.com/gpu.product label", answer="h100_product",
+       settles=gpu_stack_settling)
 def gpu_product_labels(cluster, answer) -> Result:
     nodes = cluster.nodes()
     h100 = nodes_of_family(nodes, "h100")

@@ -179,26 +179,28 @@ def gpu_nodes_tainted(cluster) -> Result:
 TAINT_EFFECT = MultipleChoice(
     options={
         "a": "They were evicted and recreated on the CPU node.",
-        "b": "Nothing: they keep running on the GPU nodes. NoSchedule only keeps new pods without a matching "
-             "toleration from being scheduled there; it never moves pods that already run.",
-        "c": "They turned Pending until a CPU node had room for them.",
-        "d": "The Deployment was scaled down to the replicas the CPU node can hold.",
+        "b": "They turned Pending until the CPU node had room.",
+        "c": "The Deployment was scaled down to fit the CPU node.",
+        "d": "Nothing: they keep running on the GPU nodes.",
     },
     why_not={
         "a": "evicting running pods is what a NoExecute taint does (the taint eviction controller acts on it); "
              "NoSchedule only filters where new pods may be scheduled",
-        "c": "a pod bound to a node is never scheduled again: Pending is for pods not on a node yet",
-        "d": "a taint never changes a Deployment's replicas; only you, or an autoscaler, do",
+        "b": "a pod bound to a node is never scheduled again: Pending is for pods not on a node yet",
+        "c": "a taint never changes a Deployment's replicas; only you, or an autoscaler, do",
     },
     hint="compare `kubectl get pods -l app=web -o wide` before and after the taint; `kubectl explain "
          "node.spec.taints.effect` lists what each effect does",
+    key="d",
+    because="NoSchedule only keeps new pods without a matching toleration from being scheduled there; it never "
+            "moves pods that already run.",
 )
 
 
 @check("lab02.taint_kept_pods", "answer: what the NoSchedule taint did to web's pods already on GPU nodes",
-       answer="taint_effect")
+       answer="taint_effect", question=TAINT_EFFECT)
 def taint_kept_pods(cluster, answer) -> Result:
-    result = TAINT_EFFECT.judge(answer, "b")
+    result = TAINT_EFFECT.judge(answer)
     deployment = cluster.deployment("web", NAMESPACE) if result.passed else None
     still = _on_gpu_nodes(cluster, web_pods(cluster, deployment)) if deployment else []
     if still:

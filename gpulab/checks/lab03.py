@@ -9,6 +9,8 @@ answer to a half-GPU pod created with ``dryRun=All``).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import yaml
 
 from .answers import NO_ANSWER, MultipleChoice
@@ -59,27 +61,39 @@ def _pinned_by_name(pod: dict) -> bool:
                for e in (term.get("matchExpressions") or []) + (term.get("matchFields") or []))
 
 
-PENDING_OPTIONS = {
-    "a": "The pod has no toleration for the GPU taint.",
-    "b": "No node has a free nvidia.com/gpu.",
-    "c": "No node has the GPU product the pod selects.",
-    "d": "The API server has not finished creating the pod.",
-}
+PENDING = MultipleChoice(
+    options={
+        "a": f"No node it selects has a free {GPU} left.",
+        "b": "No node carries the GPU product the pod selects.",
+        "c": "The pod does not tolerate the GPU nodes' taint.",
+        "d": "The API server has not finished creating the pod.",
+    },
+    why_not={      # what the scheduler does not report; the check says why a reason it does report is not the one
+        "a": f"the scheduler does not report Insufficient {GPU} for stuck-worker",
+        "b": "the scheduler reports no node whose labels fail the pod's nodeSelector",
+        "c": "the scheduler reports no untolerated taint for stuck-worker",
+        "d": "the pod exists: the API server stored it, and Pending with a FailedScheduling event is the "
+             "scheduler's verdict",
+    },
+    hint="`kubectl describe pod stuck-worker` lists the scheduler's FailedScheduling event; its message gives a "
+         "reason per group of nodes: pick the one for the node the pod selects (or quote that reason)",
+    key="c",            # in the lab's state; the check reads the right option off the scheduler's message
+)
 
 
 def _option_of_reason(reason: str) -> str | None:
-    """Which option a scheduler reason is (``node(s) had untolerated taint(s) {...}`` is option a)."""
+    """Which option a scheduler reason is (``node(s) had untolerated taint(s) {...}`` is option c)."""
     if "untolerated taint" in reason:
-        return "a"
-    if reason.startswith(f"Insufficient {GPU}"):
-        return "b"
-    if reason == AFFINITY_MISMATCH:
         return "c"
+    if reason.startswith(f"Insufficient {GPU}"):
+        return "a"
+    if reason == AFFINITY_MISMATCH:
+        return "b"
     return None
 
 
 @check("lab03.pending_reason", "answer: why stuck-worker is Pending, as the scheduler says it",
-       answer="pending_reason")
+       answer="pending_reason", question=PENDING)
 def pending_reason(cluster, answer) -> Result:
     reset = "`gpulab lab reset lab03-h100-pod` recreates it"
     pod = cluster.pod("stuck-worker", NAMESPACE)
@@ -95,24 +109,17 @@ def pending_reason(cluster, answer) -> Result:
     decisive = [r for r in reasons if r != AFFINITY_MISMATCH] or list(reasons)
     said = {_option_of_reason(r) for r in reasons} - {None}
     right = {_option_of_reason(r) for r in decisive} - {None}
-    question = MultipleChoice(
-        options=PENDING_OPTIONS,
-        why_not={
-            "a": "the scheduler reports no untolerated taint for stuck-worker",
-            "b": f"the scheduler does not report Insufficient {GPU} for stuck-worker",
-            "c": "that is why the scheduler ruled out the nodes stuck-worker does not select; it is not what stops "
-                 "it on the nodes it does select" if "c" in said else
-                 "the scheduler reports no node whose labels fail the pod's nodeSelector",
-            "d": "the pod exists: the API server stored it, and Pending with a FailedScheduling event is the "
-                 "scheduler's verdict",
-        },
-        hint="`kubectl describe pod stuck-worker` lists the scheduler's FailedScheduling event; its message gives a "
-             "reason per group of nodes: pick the one for the node the pod selects (or quote that reason)",
-        words={option: tuple(r for r in reasons if _option_of_reason(r) == option) for option in said})
+    beside = {"b": "that is why the scheduler ruled out the nodes stuck-worker does not select; it is not what "
+                   "stops it on the nodes it does select"} if "b" in said else {}
+    question = replace(
+        PENDING,
+        why_not={**PENDING.why_not, **beside},
+        words={option: tuple(r for r in reasons if _option_of_reason(r) == option) for option in said},
+        quotes={option: tuple(r for r in decisive if _option_of_reason(r) == option) for option in right})
     picked = question.pick(answer)
     if picked in right:
         quoted = next(r for r in decisive if _option_of_reason(r) == picked)
-        return passed(f"right: ({picked}) {PENDING_OPTIONS[picked]} The scheduler reports \"{quoted}\" for "
+        return passed(f"right: ({picked}) {PENDING.options[picked]} The scheduler reports \"{quoted}\" for "
                       f"stuck-worker: {message}")
     return question.judge(answer, key=next(iter(right), ""))
 
@@ -181,34 +188,37 @@ def infer_worker_running(cluster, manifest=NO_ANSWER) -> Result:
                   f"selected by {PRODUCT} ({how})")
 
 
-FRACTION_OPTIONS = {
-    "a": f"The API server refuses it: {GPU} must be a whole number.",
-    "b": "The scheduler finds no node with half a GPU free.",
-    "c": "The device plugin cannot split a GPU, so the kubelet rejects the pod.",
-    "d": "Fractions are fine; the node just has no free GPU.",
-}
 FRACTION = MultipleChoice(
-    options=FRACTION_OPTIONS,
+    options={
+        "a": "The scheduler refuses it: no node has half a GPU free.",
+        "b": f"The API server refuses it: {GPU} must be whole.",
+        "c": "The kubelet refuses it: the device plugin cannot split a GPU.",
+        "d": "Nothing refuses it: the node just has no free GPU right now.",
+    },
     why_not={
-        "a": "",       # never wrong while the API server refuses the pod
-        "b": "the pod never reaches the scheduler: the API server refuses it when it is created, before it is stored",
+        "a": "the pod never reaches the scheduler: the API server refuses it when it is created, before it is stored",
+        "b": "",       # never wrong while the API server refuses the pod
         "c": "the pod never reaches a node: the API server refuses it before it is stored, so no kubelet or device "
              "plugin sees it",
         "d": "fractions are not fine: the API server refuses the pod outright, whatever GPUs are free",
     },
     hint=f"try it: `kubectl apply --dry-run=server -f` a pod with {GPU}: 0.5 in its limits, and read the error "
          "(you may answer with the option's letter or quote the error's reason)",
-    words={"a": ("must be an integer",)},
+    words={"b": ("must be an integer",)},
+    key="b",
+    because="An extended resource is counted in whole units: its request must be an integer.",
 )
 
 
-@check("lab03.fraction_refused", "answer: why nvidia.com/gpu: 0.5 is refused", answer="fraction_refused")
+@check("lab03.fraction_refused", "answer: why nvidia.com/gpu: 0.5 is refused", answer="fraction_refused",
+       question=FRACTION)
 def fraction_refused(cluster, answer) -> Result:
     status = cluster.dry_run_create_pod(FRACTION_PROBE, NAMESPACE)
     if status is None:
         return failed(f"this cluster accepted a pod asking for {GPU}: 0.5, so there is no refusal to explain",
                       "the API servers this course targets refuse it; are you connected to the right cluster?")
-    result = FRACTION.judge(answer, key="a")
+    causes = tuple(c["message"] for c in (status.get("details") or {}).get("causes") or [] if c.get("message"))
+    result = replace(FRACTION, quotes={FRACTION.key: causes}).judge(answer)   # its error quoted, as kubectl prints it
     if result.passed:
         return passed(f"{result.reason} It refuses the pod before it is stored: {status.get('message')}")
     return result
@@ -216,24 +226,25 @@ def fraction_refused(cluster, answer) -> Result:
 
 CHECK_YOURSELF = MultipleChoice(
     options={
-        "a": f"Because the device plugin advertises GPUs as whole devices, an integer resource ({GPU}), so the "
-             "scheduler counts whole GPUs; it knows nothing of GPU memory.",
-        "b": "Because a memory amount would be shared out evenly between the pods on the GPU, which is slower.",
-        "c": "Because the scheduler reads each GPU's free memory from nvidia-smi, and 1 means all of it.",
-        "d": "There is no reason: requesting memory: 40Gi gives the pod half of an 80 GB GPU just as well.",
+        "a": "A memory amount would be split evenly among the pods, which is slower.",
+        "b": "The scheduler reads free GPU memory from nvidia-smi; 1 means all of it.",
+        "c": "No reason: memory: 40Gi would get half of an 80 GB GPU just as well.",
+        "d": "The device plugin advertises whole GPUs, so the scheduler counts GPUs.",
     },
     why_not={
-        "b": "Kubernetes has no resource for GPU memory at all: a pod can only ask for the devices the device "
+        "a": "Kubernetes has no resource for GPU memory at all: a pod can only ask for the devices the device "
              "plugin advertises, counted whole",
-        "c": "the scheduler never talks to a GPU: it compares the counts the device plugin advertises in the node's "
+        "b": "the scheduler never talks to a GPU: it compares the counts the device plugin advertises in the node's "
              "status with what pods request",
-        "d": "memory is the node's RAM, not the GPU's: a memory request gives the pod no GPU at all",
+        "c": "memory is the node's RAM, not the GPU's: a memory request gives the pod no GPU at all",
     },
     hint=f"`kubectl describe node` lists {GPU} under Allocatable: what kind of number is it, and who puts it there?",
+    key="d",
+    because=f"It advertises them as an integer resource ({GPU}), and Kubernetes knows nothing of GPU memory.",
 )
 
 
 @check("lab03.check_yourself", "check yourself: why nvidia.com/gpu: 1 rather than a memory amount",
-       answer="check_yourself")
+       answer="check_yourself", question=CHECK_YOURSELF)
 def check_yourself(cluster, answer) -> Result:
-    return CHECK_YOURSELF.judge(answer, key="a")
+    return CHECK_YOURSELF.judge(answer)

@@ -11,6 +11,7 @@ from .kube import is_running, node_name, requested_resources, state_text
 from ..gpustack.hardware import gpu_model
 from ..gpustack.latency import device_plugin_thread_percentage, request_ms_default
 from .registry import check
+from .settled import gpu_stack_settling
 from .result import Result, failed, passed
 
 TIME_SLICES = 4
@@ -62,7 +63,8 @@ def _time_sliced(node: dict) -> list[str]:
     return signs
 
 
-@check("lab04.timeslicing_a100", "A100 node time-sliced 4 ways (16 nvidia.com/gpu, product -SHARED), H100 node whole")
+@check("lab04.timeslicing_a100", "A100 node time-sliced 4 ways (16 nvidia.com/gpu, product -SHARED), H100 node whole",
+       settles=gpu_stack_settling)
 def timeslicing_a100(cluster) -> Result:
     all_nodes = cluster.nodes()
     nodes = nodes_of_family(all_nodes, "a100")
@@ -81,13 +83,6 @@ def timeslicing_a100(cluster) -> Result:
         if replicas != str(TIME_SLICES):
             return failed(f"A100 node {node_name_} is time-sliced {replicas} ways ({REPLICAS}={replicas}); the "
                           f"exercise asks for {TIME_SLICES}", hint)
-        gpus = int(node_labels.get(COUNT) or 0)
-        if allocatable(node) != gpus * TIME_SLICES:
-            return failed(f"A100 node {node_name_} advertises {allocatable(node)} {GPU}, not its {gpus} GPUs x "
-                          f"{TIME_SLICES} replicas yet", "the device plugin restarts with the new config; wait")
-        if not (node_labels.get(PRODUCT) or "").endswith("-SHARED"):
-            return failed(f"A100 node {node_name_}'s {PRODUCT} is {node_labels.get(PRODUCT)}, without the -SHARED "
-                          "suffix GFD adds to time-sliced GPUs", "GFD relabels the node shortly; wait")
     for node in nodes_of_family(all_nodes, "h100"):
         signs = _time_sliced(node)
         if signs:
@@ -118,33 +113,35 @@ def latency_sensitive_question() -> MultipleChoice:
     return MultipleChoice(
         options={
             "a": f"p99 stays near {_a100_p99(0):.1f} ms: each replica has a quarter of the GPU to itself.",
-            "b": f"p99 climbs to about {_a100_p99(TIME_SLICES - 1):.1f} ms, over the budget: every busy neighbour "
-                 "adds about one time slice to the tail. Time-slicing is the wrong way to share a GPU with "
-                 "latency-sensitive serving; give it a MIG slice or a GPU of its own.",
-            "c": "p99 climbs a little but stays within the budget, because the device plugin gives inference pods "
-                 "priority.",
-            "d": "The pod is refused: a time-sliced GPU cannot serve inference.",
+            "b": "p99 rises slightly yet stays within the budget: inference pods get priority.",
+            "c": f"p99 climbs to about {_a100_p99(TIME_SLICES - 1):.1f} ms, over budget: each busy neighbour adds "
+                 "a slice.",
+            "d": "The pod is refused: a time-sliced GPU cannot serve inference at all.",
         },
         why_not={
             "a": "time-sliced replicas do not own a quarter of the GPU: they take turns on all of it, and a busy "
                  "neighbour's turn is time your request waits",
-            "c": "the device plugin only advertises replicas; nothing in time-slicing knows priorities or latency "
+            "b": "the device plugin only advertises replicas; nothing in time-slicing knows priorities or latency "
                  "budgets",
             "d": f"a replica is an ordinary {GPU} to the scheduler: the pod runs, only slowly at the tail",
         },
         hint=f"read the time-slicing p99 at {TIME_SLICES - 1} busy neighbours off "
              f"widgets.latency_figure(model=\"{A100_MODEL}\", max_neighbours={TIME_SLICES - 1}, "
              f"p99_budget_ms={LATENCY_BUDGET_MS:g})",
+        key="c",
+        because="Time-slicing is the wrong way to share a GPU with latency-sensitive serving; give it a MIG slice "
+                "or a GPU of its own.",
     )
 
 
 @check("lab04.latency_sensitive", "answer: a latency-sensitive service on a time-sliced GPU with busy neighbours",
-       answer="latency_sensitive")
+       answer="latency_sensitive", question=latency_sensitive_question)
 def latency_sensitive(cluster, answer) -> Result:
-    return latency_sensitive_question().judge(answer, key="b")
+    return latency_sensitive_question().judge(answer)
 
 
-@check("lab04.mig_mixed_h100", "H100 node all-balanced under the mixed strategy, state success")
+@check("lab04.mig_mixed_h100", "H100 node all-balanced under the mixed strategy, state success",
+       settles=gpu_stack_settling)
 def mig_mixed_h100(cluster) -> Result:
     nodes = nodes_of_family(cluster.nodes(), "h100")
     if not nodes:
@@ -158,21 +155,15 @@ def mig_mixed_h100(cluster) -> Result:
         if layout != MIG_LAYOUT:
             return failed(f"H100 node {node_name_} is partitioned as {layout}; the exercise asks for {MIG_LAYOUT}",
                           f"relabel the node (`kubectl label node ... {MIG_CONFIG}=... --overwrite`)")
-        if state != "success":
-            if state == "failed":
-                return failed(f"the MIG manager failed to apply {layout} on {node_name_} ({MIG_STATE}=failed)",
-                              "`kubectl logs -n gpu-operator` of the nvidia-mig-manager pod on that node says why")
-            return failed(f"the MIG manager is still applying {layout} on {node_name_} ({MIG_STATE}="
-                          f"{state or 'unset'})", "wait for the state to become success")
+        if state == "failed":
+            return failed(f"the MIG manager failed to apply {layout} on {node_name_} ({MIG_STATE}=failed)",
+                          "`kubectl logs -n gpu-operator` of the nvidia-mig-manager pod on that node says why")
         strategy = node_labels.get(MIG_STRATEGY)
         if strategy != "mixed":
             return failed(f"H100 node {node_name_} runs MIG strategy {strategy or 'unset'}: with single, every "
                           "slice is advertised as nvidia.com/gpu and a balanced layout cannot be advertised; the "
                           "exercise asks for mixed", "the strategy is the ClusterPolicy's spec.mig.strategy")
         slices = {k: v for k, v in nvidia_allocatable(node).items() if k.startswith(MIG_RESOURCE_PREFIX) and v}
-        if not slices:
-            return failed(f"the device plugin does not advertise any {MIG_RESOURCE_PREFIX}* resource on "
-                          f"{node_name_} yet", "it restarts after the MIG manager; wait")
     summary = ", ".join(f"{k}: {v}" for k, v in slices.items())
     return passed(f"H100 node {name(nodes[-1])} runs {MIG_LAYOUT} under the mixed strategy ({summary})")
 
@@ -242,14 +233,13 @@ def choose_sharing(cluster, answer) -> Result:
 
 CHECK_YOURSELF = MultipleChoice(
     options={
-        "a": "More pods per GPU than time-slicing can give.",
-        "b": "Each slice gets its own hardware-isolated memory (and its own compute and cache), so one tenant "
-             "cannot touch or crowd another's; time-slicing shares one GPU in software, with weaker isolation.",
-        "c": "Nothing: both share a GPU in software by taking turns.",
+        "a": "Each slice owns its memory, compute and cache, isolated in hardware.",
+        "b": "More pods per GPU than time-slicing can give, at the same latency.",
+        "c": "Nothing: both share one GPU in software, by taking turns on it.",
         "d": "It works on every NVIDIA GPU, while time-slicing needs an A100 or H100.",
     },
     why_not={
-        "a": "time-slicing gives as many replicas as the config says; MIG gives at most seven slices of an H100",
+        "b": "time-slicing gives as many replicas as the config says; MIG gives at most seven slices of an H100",
         "c": "taking turns is time-slicing only: MIG partitions the GPU in hardware, each slice with its own memory "
              "and SMs",
         "d": "the other way round: MIG needs MIG-capable GPUs (A100, H100 and newer), time-slicing works on any "
@@ -257,13 +247,16 @@ CHECK_YOURSELF = MultipleChoice(
     },
     hint="compare what `nvidia-smi -L` shows inside a pod on a MIG slice and on a time-sliced replica, and what "
          "each isolates",
+    key="a",
+    because="So one tenant cannot touch or crowd another's; time-slicing shares one GPU in software, with weaker "
+            "isolation.",
 )
 
 
 @check("lab04.check_yourself", "check yourself: what MIG gives you that time-slicing does not",
-       answer="check_yourself")
+       answer="check_yourself", question=CHECK_YOURSELF)
 def check_yourself(cluster, answer) -> Result:
-    return CHECK_YOURSELF.judge(answer, key="b")
+    return CHECK_YOURSELF.judge(answer)
 
 
 # lab04.mps_a100: MPS, the device plugin's third strategy, on the A100 node; refused under the mixed MIG strategy.
@@ -288,7 +281,8 @@ def _shared(node: dict) -> list[str]:
     return signs
 
 
-@check("lab04.mps_a100", "A100 node shared with MPS 4 ways (16 nvidia.com/gpu, sharing-strategy mps), H100 node whole")
+@check("lab04.mps_a100", "A100 node shared with MPS 4 ways (16 nvidia.com/gpu, sharing-strategy mps), H100 node whole",
+       settles=gpu_stack_settling)
 def mps_a100(cluster) -> Result:
     all_nodes = cluster.nodes()
     nodes = nodes_of_family(all_nodes, "a100")
@@ -317,9 +311,6 @@ def mps_a100(cluster) -> Result:
         if replicas != str(MPS_REPLICAS):
             return failed(f"A100 node {node_name_} is shared with MPS {replicas} ways ({REPLICAS}={replicas}); the "
                           f"exercise asks for {MPS_REPLICAS}", hint)
-        if allocatable(node) != gpus * MPS_REPLICAS or node_labels.get(MPS_CAPABLE) != "true":
-            return failed(f"A100 node {node_name_} advertises {allocatable(node)} {GPU}, not its {gpus} GPUs x "
-                          f"{MPS_REPLICAS} MPS shares yet", "the device plugin restarts with the new config; wait")
     for node in nodes_of_family(all_nodes, "h100"):
         signs = _shared(node)
         if signs:

@@ -12,6 +12,7 @@ scheduler's job, and the allocation it records is the verdict.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from .answers import MultipleChoice
 from .kube import node_name, phase, quantity, unschedulable_message
@@ -210,15 +211,29 @@ def shared_claim(cluster) -> Result:
                   f"(the claim is reserved for {', '.join(reserved) or PAIR_POD})")
 
 
-PENDING_OPTIONS = {
-    "a": "No node has a free nvidia.com/gpu left for it.",
-    "b": "No device in the cluster satisfies its claim's selectors, so the scheduler cannot allocate the claim.",
-    "c": "Its ResourceClaimTemplate is in another namespace.",
-    "d": "The DRA driver has not prepared the device on the node yet.",
-}
+PENDING = MultipleChoice(
+    options={
+        "a": "No node has a free nvidia.com/gpu left for it.",
+        "b": "Its ResourceClaimTemplate is in another namespace.",
+        "c": "The DRA driver has not prepared its device on the node.",
+        "d": "No device satisfies the selectors of its claim.",
+    },
+    why_not={
+        "a": "the pod asks for no nvidia.com/gpu at all: its GPU comes through a ResourceClaim",
+        "b": f"the template is in {NAMESPACE}, beside the pod, and its claim was created",
+        "c": "preparing happens on the node after scheduling; this pod has no node",
+        "d": "",
+    },
+    hint=f"`kubectl describe pod {TOO_BIG_POD} -n {NAMESPACE}`: the FailedScheduling event's words, then the "
+         "claim's selector beside `kubectl get resourceslices -o yaml`",
+    key="d",             # while the scheduler says it cannot allocate the claim
+    because="So the scheduler cannot allocate the claim, and a pod whose claims cannot all be allocated is placed "
+            "on no node.",
+)
 
 
-@check("lab06.pending_reason", "answer: why too-big is Pending, as the scheduler says it", answer="pending_reason")
+@check("lab06.pending_reason", "answer: why too-big is Pending, as the scheduler says it", answer="pending_reason",
+       question=PENDING)
 def pending_reason(cluster, answer) -> Result:
     pod = cluster.pod(TOO_BIG_POD, NAMESPACE)
     if pod is None:
@@ -227,18 +242,8 @@ def pending_reason(cluster, answer) -> Result:
     if message is None or node_name(pod):
         return failed(f"the scheduler has not reported {TOO_BIG_POD} unschedulable (yet)",
                       f"wait a few seconds; if it runs, {RESET}")
-    question = MultipleChoice(
-        options=PENDING_OPTIONS,
-        why_not={
-            "a": "the pod asks for no nvidia.com/gpu at all: its GPU comes through a ResourceClaim",
-            "b": "",
-            "c": f"the template is in {NAMESPACE}, beside the pod, and its claim was created",
-            "d": "preparing happens on the node after scheduling; this pod has no node",
-        },
-        hint=f"`kubectl describe pod {TOO_BIG_POD} -n {NAMESPACE}`: the FailedScheduling event's words, then the "
-             "claim's selector beside `kubectl get resourceslices -o yaml`",
-        words={"b": (CANNOT_ALLOCATE,)} if CANNOT_ALLOCATE in message else {})
-    result = question.judge(answer, key="b")
+    question = replace(PENDING, words={PENDING.key: (CANNOT_ALLOCATE,)} if CANNOT_ALLOCATE in message else {})
+    result = question.judge(answer)
     if result.passed:
         return passed(f"{result.reason} The scheduler: {message}")
     return result

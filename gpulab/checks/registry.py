@@ -10,7 +10,7 @@ learner's word.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from .result import Result
 
@@ -35,10 +35,17 @@ class Check:
     needs_answer: bool = False      # judges an answer the learner gives
     answer_name: str = ""           # the notebook variable holding the answer (required or optional)
     answer_optional: bool = False   # an answer that only explains what the cluster shows (the manifest applied)
+    settles: Callable[..., str | None] | None = None   # what is still changing in what it reads (None: settled)
+    lettered: Any = None            # its lettered question (a MultipleChoice, or a function that makes it)
 
     @property
     def takes_answer(self) -> bool:
         return self.needs_answer or self.answer_optional
+
+    @property
+    def question(self):
+        """The lettered question this check judges (a MultipleChoice, as its lab prints it), or None."""
+        return self.lettered() if callable(self.lettered) else self.lettered
 
     @property
     def lab(self) -> str:
@@ -48,9 +55,13 @@ class Check:
 CHECKS: dict[str, Check] = {}
 
 
-def check(check_id: str, title: str, *, answer: str | None = None, optional: bool = False):
+def check(check_id: str, title: str, *, answer: str | None = None, optional: bool = False,
+          settles: Callable[..., str | None] | None = None, question: Any = None):
     """Register the decorated function as the check ``check_id``; ``answer`` names the variable of its answer
-    (``optional``: the check judges the cluster, and reads the answer only to explain what it sees)."""
+    (``optional``: the check judges the cluster, and reads the answer only to explain what it sees); ``settles``
+    says what is still changing in the state it reads (:mod:`.settled`), which it judges only once settled;
+    ``question``: the lettered question it judges, so the course's questions can be weighed together (no guessing
+    strategy may pass them)."""
     prefix = check_id.split(".", 1)[0]
     if prefix not in LABS or "." not in check_id:
         raise ValueError(f"check id {check_id!r} must be <lab>.<exercise> with lab one of {', '.join(LABS)}")
@@ -59,6 +70,6 @@ def check(check_id: str, title: str, *, answer: str | None = None, optional: boo
         if check_id in CHECKS:
             raise ValueError(f"check {check_id!r} registered twice")
         CHECKS[check_id] = Check(check_id, title, func, answer is not None and not optional, answer or "",
-                                 answer is not None and optional)
+                                 answer is not None and optional, settles, question)
         return func
     return register

@@ -22,6 +22,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from ..checks import validating
 from ..learner import connection
 from .states import LABS, Lab
 from .steps import StepError, wait_for_nodes_ready
@@ -91,11 +92,6 @@ def _recreate(name: str) -> tuple[Path, int]:
     return _up(name, port, engine)
 
 
-VALIDATE_ENV = "NBGRADER_EXECUTION"      # nbgrader sets it to "validate" while `nbgrader validate` runs a notebook
-
-
-def _validating() -> bool:
-    return os.environ.get(VALIDATE_ENV) == "validate"
 
 
 def _private_home() -> Path:
@@ -127,7 +123,7 @@ def reset(lab: str | Lab, *, name: str | None = None, quiet: bool = False) -> Pa
         raise ResetRefused(f"not resetting: {exc}, and gpulab lab reset only wipes the embedded cluster. "
                            f"To reach the starting state of {chosen.name} it would:\n{changes}") from None
     say = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
-    if name is None and _validating():
+    if name is None and validating():
         home = _private_home()
         say(f"nbgrader validate: building the starting state of {chosen.name} on a new embedded cluster of its "
             f"own (in {home}, removed when this kernel stops); your cluster {cluster!r} is not touched...")

@@ -77,9 +77,13 @@ def clusterpolicy_settled(reader: ClusterReader) -> tuple[bool, str]:
     if waiting:
         return False, f"{state}, operands still starting on {', '.join(waiting)}"
     namespace = (policies[0].get("status") or {}).get("namespace")
-    rolling = _rolling_out(reader.daemonsets(namespace), policies[0]["metadata"].get("uid")) if namespace else []
+    daemonsets = reader.daemonsets(namespace) if namespace else []
+    rolling = _rolling_out(daemonsets, policies[0]["metadata"].get("uid"))
     if rolling:
         return False, f"{state}, still rolling out {', '.join(rolling)}"
+    behind = _operator_behind(spec, daemonsets) + _plugin_behind(reader.nodes())
+    if behind:
+        return False, f"{state}, {', '.join(behind)}"
     return state == "ready", state
 
 
@@ -98,6 +102,59 @@ def _rolling_out(daemonsets: list[dict], owner_uid: str | None) -> list[str]:
                 or status.get("updatedNumberScheduled", 0) < desired or status.get("numberAvailable", 0) < desired:
             busy.append(meta["name"])
     return busy
+
+
+DEVICE_PLUGIN_DAEMONSET = "nvidia-device-plugin-daemonset"
+
+
+def _operator_behind(spec: dict, daemonsets: list[dict]) -> list[str]:
+    """What of the ClusterPolicy's device plugin settings the operator has not written into the device plugin's
+    DaemonSet yet (gpu-operator's transformDevicePlugin: ``MIG_STRATEGY`` from ``mig.strategy``, the config
+    volume from ``devicePlugin.config.name``, ``DEFAULT_CONFIG`` from its ``default``). Until it has, a rollout
+    status of "rolled out" is the old template's."""
+    found = [d for d in daemonsets if d["metadata"]["name"] == DEVICE_PLUGIN_DAEMONSET]
+    if not found or (spec.get("devicePlugin") or {}).get("enabled", True) is False:
+        return []
+    pod = ((found[0].get("spec") or {}).get("template") or {}).get("spec") or {}
+    env = {e.get("name"): e.get("value") for c in pod.get("containers") or [] for e in c.get("env") or []}
+    config = (spec.get("devicePlugin") or {}).get("config") or {}
+    volumes = {(v.get("configMap") or {}).get("name") for v in pod.get("volumes") or []}
+    wanted = {"mig.strategy": (env.get("MIG_STRATEGY"), (spec.get("mig") or {}).get("strategy") or "single")}
+    if config.get("name"):
+        wanted["devicePlugin.config.name"] = (config["name"] if config["name"] in volumes else None, config["name"])
+        wanted["devicePlugin.config.default"] = (env.get("DEFAULT_CONFIG") or "", config.get("default") or "")
+    stale = [key for key, (rendered, asked) in wanted.items() if rendered != asked]
+    return [f"the operator has not applied {', '.join(stale)} to {DEVICE_PLUGIN_DAEMONSET} yet"] if stale else []
+
+
+def _plugin_behind(nodes: list[dict]) -> list[str]:
+    """GPU nodes whose device plugin advertises another number of devices than GPU Feature Discovery labels: for
+    each resource GFD counts (``nvidia.com/gpu.count``, ``nvidia.com/mig-1g.10gb.count``, times its
+    ``.replicas``), the allocatable of that resource (or of its ``.shared`` rename). Both components read the same
+    config and MIG layout, so a difference means one of them has not restarted with it yet. Nodes whose device
+    plugin has registered nothing are left to the checks above."""
+    behind = []
+    for node in nodes:
+        labels = node["metadata"].get("labels") or {}
+        if not _advertises_gpus(node):
+            continue
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        for key, count in sorted(labels.items()):
+            resource = key[:-len(".count")]
+            if not (key.endswith(".count") and count.isdigit()
+                    and (resource == "nvidia.com/gpu" or resource.startswith("nvidia.com/mig-"))):
+                continue
+            replicas = labels.get(f"{resource}.replicas") or "1"
+            wanted = int(count) * (int(replicas) if replicas.isdigit() else 1)
+            advertised = max(_whole(allocatable.get(resource)), _whole(allocatable.get(f"{resource}.shared")))
+            if advertised != wanted:
+                behind.append(f"the device plugin on {node['metadata']['name']} advertises {advertised} {resource} "
+                              f"where GPU Feature Discovery labels {count} x {replicas}")
+    return behind
+
+
+def _whole(value) -> int:
+    return int(str(value)) if str(value).isdigit() else 0
 
 
 def _advertises_gpus(node: dict) -> bool:
@@ -125,12 +182,14 @@ def _unsettled_gpu_nodes(nodes: list[dict], mig_manager_enabled, device_plugin_e
     return unsettled
 
 
-def node_labelled(node: str, key: str, value: str) -> Callable[[], Progress]:
+def nodes_labelled(selector: str, key: str, value: str) -> Callable[[], Progress]:
+    """Every node the label ``selector`` finds (``nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3``: nodes by what
+    they are, since their names differ from cluster to cluster) carries ``key=value``; none found is not done."""
     def poll() -> Progress:
-        found = [n for n in _reader().nodes() if n["metadata"]["name"] == node]
-        labels = (found[0]["metadata"].get("labels") or {}) if found else {}
-        return Progress(int(labels.get(key) == value), 1, f"{key}={labels.get(key, '')}")
-    return _named(f"node {node} {key}={value}", poll)
+        found = _reader().nodes(selector)
+        done = [n for n in found if (n["metadata"].get("labels") or {}).get(key) == value]
+        return Progress(len(done), len(found) or 1, f"{key}={value}")
+    return _named(f"nodes {selector}: {key}={value}", poll)
 
 
 def gpus_allocatable(at_least: int = 1, resource: str = "nvidia.com/gpu") -> Callable[[], Progress]:

@@ -40,13 +40,25 @@ class ClusterReader:
     def _optional(self, res, name: str, namespace: str | None = None) -> dict | None:
         return self.kube.try_get(res, name, namespace, timeout=None)
 
+    def versions(self) -> frozenset:
+        """Every object this reader has read, as (uid, resourceVersion): two readers that read the same objects in
+        the same versions saw nothing change between them (resource versions compared for equality only, as the
+        API conventions allow)."""
+        found = set()
+        for value in self._cache.values():
+            for obj in value if isinstance(value, list) else [value]:
+                meta = obj.get("metadata") if isinstance(obj, dict) else None
+                if isinstance(meta, dict) and meta.get("resourceVersion"):
+                    found.add((meta.get("uid") or meta.get("name"), meta["resourceVersion"]))
+        return frozenset(found)
+
     # --- core -------------------------------------------------------------
     def version(self) -> dict:
         """The API server's ``/version`` (``gitVersion``, ...)."""
         return self.kube.request("GET", "/version", timeout=None)
 
-    def nodes(self) -> list[dict]:
-        return self._cached(("nodes",), lambda: self._items(self._api.NODES))
+    def nodes(self, label_selector: str | None = None) -> list[dict]:
+        return self._cached(("nodes", label_selector), lambda: self._items(self._api.NODES, None, label_selector))
 
     def pods(self, namespace: str | None = None, label_selector: str | None = None) -> list[dict]:
         return self._cached(("pods", namespace, label_selector),
@@ -58,6 +70,10 @@ class ClusterReader:
 
     def pod(self, name: str, namespace: str = "default") -> dict | None:
         return self._optional(self._api.PODS, name, namespace)
+
+    def events(self, namespace: str, field_selector: str | None = None) -> list[dict]:
+        return self._cached(("events", namespace, field_selector), lambda: self.kube.list(
+            self._api.EVENTS, namespace, field_selector=field_selector, timeout=None)["items"])
 
     def configmap(self, name: str, namespace: str = "default") -> dict | None:
         return self._optional(self._api.CONFIGMAPS, name, namespace)

@@ -97,3 +97,21 @@ def test_rolled_out_on_delete_and_foreign_daemonsets_do_not_hold_it_back():
     driver = daemonset("nvidia-driver-daemonset", updated=0, available=2, strategy="OnDelete")  # the upgrade controller's
     nfd = daemonset("gpu-operator-node-feature-discovery-worker", updated=0, available=2, owner="helm")
     assert clusterpolicy_settled(Reader("ready", [H100_DONE], daemonsets=[done, driver, nfd])) == (True, "ready")
+
+
+def test_a_device_plugin_that_has_not_restarted_with_gfds_config_is_not_settled():
+    """GFD relabels a node for a new config before its device plugin re-registers: the counts disagree."""
+    labels = {**H100_DONE["metadata"]["labels"], "nvidia.com/gpu.count": "8", "nvidia.com/gpu.replicas": "4"}
+    settled, detail = clusterpolicy_settled(Reader("ready", [node("gpulab-worker2", labels, gpus="8")]))
+    assert not settled and detail == ("ready, the device plugin on gpulab-worker2 advertises 8 nvidia.com/gpu where "
+                                      "GPU Feature Discovery labels 8 x 4")
+    assert clusterpolicy_settled(Reader("ready", [node("gpulab-worker2", labels, gpus="32")])) == (True, "ready")
+
+
+def test_a_device_plugin_daemonset_the_operator_has_not_rewritten_is_not_settled():
+    spec = {"mig": {"strategy": "mixed"}, "devicePlugin": {"config": {"name": "sharing"}}}
+    stale = {"metadata": {"name": "nvidia-device-plugin-daemonset"}, "spec": {"template": {"spec": {
+        "containers": [{"name": "nvidia-device-plugin", "env": [{"name": "MIG_STRATEGY", "value": "mixed"}]}]}}}}
+    settled, detail = clusterpolicy_settled(Reader("ready", [CPU], spec, [stale]))
+    assert not settled and detail == ("ready, the operator has not applied devicePlugin.config.name to "
+                                      "nvidia-device-plugin-daemonset yet")

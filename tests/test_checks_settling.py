@@ -1,0 +1,78 @@
+"""lab04 exercise 1 on the real GPU stack, its check run at once after each change and again once it has settled.
+
+The grader failed (0/2) a configuration whose test cell had printed PASS: the
+check had read the device plugins before they restarted with the learner's
+config. Here the learner's commands run as the exercise gives them, with the
+mistake (the time-slicing entry selected on the H100 node too) and with the
+solution, and the check is run the moment the last command returns, and again
+after the stack has settled. At once it may only say what the settled check says,
+or that the cluster has not settled; it never passes the mistake, and it never
+fails the solution with the mistake's words.
+"""
+from __future__ import annotations
+
+import pytest
+
+from gpulab import checks
+from gpulab.learner.conditions import clusterpolicy_settled
+from gpulab.learner.reader import ClusterReader
+from tests.conftest import wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("checks-settling")]
+
+H100, A100 = "gpulab-worker2", "gpulab-worker3"
+CONFIG = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: time-slicing-config, namespace: gpu-operator}
+data:
+  default: |-
+    version: v1
+  a100-40gb: |-
+    version: v1
+    sharing:
+      timeSlicing:
+        resources:
+        - name: nvidia.com/gpu
+          replicas: 4
+"""
+MISTAKE = "the H100 node gpulab-worker2 is time-sliced too"
+NOT_SETTLED = "not settled yet: "
+
+
+@pytest.fixture(scope="module")
+def lab04(cluster):
+    cluster.gpulab("lab", "reset", "lab04-sharing", timeout=600)
+    return cluster
+
+
+def check(cluster) -> checks.Result:
+    return checks.run("lab04.timeslicing_a100", client=cluster.client())
+
+
+def settle(cluster) -> None:
+    wait_for(lambda: clusterpolicy_settled(ClusterReader(cluster.client()))[0], timeout=300,
+             what="the GPU stack to settle")
+
+
+def test_the_mistake_never_passes_at_once_and_fails_once_settled(lab04):
+    lab04.kubectl("apply", "-f", "-", input=CONFIG)
+    lab04.kubectl("patch", "clusterpolicies.nvidia.com/cluster-policy", "--type", "merge", "-p",
+                  '{"spec":{"devicePlugin":{"config":{"name":"time-slicing-config"}}}}')
+    lab04.kubectl("label", "node", A100, H100, "nvidia.com/device-plugin.config=a100-40gb", "--overwrite")
+    at_once = check(lab04)
+    assert not at_once.passed, at_once
+    assert at_once.reason.startswith((MISTAKE, NOT_SETTLED)), at_once
+    settle(lab04)
+    settled = check(lab04)
+    assert not settled.passed and settled.reason.startswith(MISTAKE), settled
+
+
+def test_the_solution_never_fails_as_the_mistake_at_once_and_passes_once_settled(lab04):
+    lab04.kubectl("label", "node", H100, "nvidia.com/device-plugin.config=default", "--overwrite")
+    at_once = check(lab04)
+    assert at_once.passed or at_once.reason.startswith(NOT_SETTLED), at_once
+    settle(lab04)
+    settled = check(lab04)
+    assert settled.passed, settled
+    assert settled.reason == ("A100 time-sliced 4 ways: gpulab-worker3 16 nvidia.com/gpu "
+                              "(NVIDIA-A100-SXM4-40GB-SHARED); H100 untouched: gpulab-worker2 8 whole GPUs")
