@@ -172,3 +172,32 @@ def test_make_test_without_go_says_so_and_ci_fails(tmp_path):
                                                                        "GPULAB_UPSTREAM_BIN": str(tmp_path)})
     assert ci.returncode == 1
     assert ci.stderr.startswith("error: Go is not installed (no `go` on PATH)")
+
+
+def test_commands_a_container_answers_say_the_node_is_kwoks(upstream, capsys):
+    """`gpulab.kubectl` on a pod of a KWOK node: exec, logs and a wait for a container's outcome say why there is
+    nothing (no container runs), instead of the API server's dial error or a wait that can only time out."""
+    import gpulab
+    from gpulab.learner import connection
+
+    upstream.kubectl("run", "sleeper", "--image=busybox:1.37", "--restart=Never", "--", "sleep", "3600")
+    upstream.kubectl("wait", "--for=condition=Ready", "pod/sleeper", "--timeout=60s")
+    gpulab.connect(kubeconfig=upstream.kubeconfig)
+    try:
+        capsys.readouterr()
+        gpulab.kubectl("exec sleeper -- echo hi")
+        gpulab.kubectl("logs sleeper")
+        gpulab.kubectl("wait --for=jsonpath={.status.phase}=Failed pod/sleeper --timeout=60s")
+        lines = capsys.readouterr().out.splitlines()
+    finally:
+        connection.forget()
+    node = json.loads(upstream.kubectl("get", "pod", "sleeper", "-o", "json").stdout)["spec"]["nodeName"]
+    kwok = "is a KWOK node (this cluster is gpulab's upstream engine), which runs no containers"
+    assert lines[0] == (f"kubectl exec sleeper -- echo hi: the pod's node {node} {kwok}: there is no command to run, "
+                        "and so no output. The embedded cluster, kind and real clusters answer this command; here "
+                        "the pod's status is what the API shows of it.")
+    assert lines[1].startswith(f"kubectl logs sleeper: the pod's node {node} {kwok}: there are no logs to show.")
+    assert lines[2] == (f"kubectl wait '--for=jsonpath={{.status.phase}}=Failed' pod/sleeper --timeout=60s: pod sleeper "
+                        f"runs on {node}, a KWOK node (this cluster is gpulab's upstream engine), which runs no "
+                        "containers: what this waits for is decided by the container, so here it would only time "
+                        "out. The embedded cluster, kind and real clusters show it.")

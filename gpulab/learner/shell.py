@@ -69,6 +69,10 @@ def kubectl(*args: str, input: str | None = None, capture: bool = False, check: 
         if check and not result.ok:
             raise KubectlError(result.args, result.returncode, result.stdout + result.stderr)
         return result
+    note = nodeagent.explain_wait(argv, connection.api_client)
+    if note:
+        sys.stdout.write(note)
+        return None
     proc = subprocess.run(command, input=input, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           errors="replace", env=env, timeout=timeout)
     output = proc.stdout
