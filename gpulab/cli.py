@@ -36,7 +36,7 @@ def _cluster(sub: argparse._SubParsersAction) -> None:
                            help="do not run the GPU stack emulation inside the cluster (drive it with "
                                 "`gpulab gpustack run --kubeconfig K`); remembered for this cluster")
             a.add_argument("--feature-gates", metavar="GATE=BOOL,...",
-                           help="feature gates of the control plane, e.g. GenericWorkload=true,GangScheduling=true; "
+                           help="feature gates of the control plane, e.g. GenericWorkload=true; "
                                 "remembered for this cluster (stop it first to change them)")
     p.set_defaults(func=_run_cluster)
 

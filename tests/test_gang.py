@@ -14,7 +14,7 @@ from .conftest import start_cluster, stop_cluster, wait_for
 @pytest.fixture(scope="module")
 def gated(tmp_path_factory):
     old = os.environ.get("GPULAB_FEATURE_GATES")
-    os.environ["GPULAB_FEATURE_GATES"] = "GenericWorkload=true,GangScheduling=true"
+    os.environ["GPULAB_FEATURE_GATES"] = "GenericWorkload=true"
     try:
         c = start_cluster(tmp_path_factory.mktemp("gang"))
     finally:

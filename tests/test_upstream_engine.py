@@ -201,3 +201,23 @@ def test_commands_a_container_answers_say_the_node_is_kwoks(upstream, capsys):
                         f"runs on {node}, a KWOK node (this cluster is gpulab's upstream engine), which runs no "
                         "containers: what this waits for is decided by the container, so here it would only time "
                         "out. The embedded cluster, kind and real clusters show it.")
+
+
+def test_feature_gates_are_the_real_components_and_change_at_a_start(tmp_path):
+    """`--feature-gates` reach kube-apiserver, the controller manager and the scheduler: a gate v1.37.2 does not
+    have is refused in its own words with nothing left running, and a stopped cluster starts again with others
+    (GenericWorkload serving scheduling.k8s.io/v1beta1, as module 05 turns it on)."""
+    bad = gpulab(tmp_path, "cluster", "up", "--engine", "upstream", "--no-gpu-stack", "--feature-gates",
+                 "GangScheduling=true")
+    assert bad.returncode == 1
+    assert 'kube-apiserver.log: E' in bad.stderr and '"unrecognized feature gate: GangScheduling"' in bad.stderr
+    assert not components(tmp_path)
+    assert gpulab(tmp_path, "cluster", "up", "--engine", "upstream", "--no-gpu-stack").returncode == 0
+    assert gpulab(tmp_path, "cluster", "down").returncode == 0
+    assert gpulab(tmp_path, "cluster", "up", "--feature-gates", "GenericWorkload=true").returncode == 0
+    kubeconfig = tmp_path / "clusters" / "gpulab" / "kubeconfig"
+    served = subprocess.run([str(VENV_BIN / "kubectl"), "api-resources", "--api-group=scheduling.k8s.io", "-o",
+                             "name"], capture_output=True, text=True, env={**os.environ, "KUBECONFIG": str(kubeconfig)})
+    assert {"podgroups.scheduling.k8s.io", "workloads.scheduling.k8s.io"} <= set(served.stdout.split())
+    assert "feature-gates: GenericWorkload=true" in gpulab(tmp_path, "cluster", "status").stdout
+    gpulab(tmp_path, "cluster", "reset")

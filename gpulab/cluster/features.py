@@ -4,7 +4,7 @@ Only gates that change what gpulab serves are listed. A beta API that is off
 by default upstream (``scheduling.k8s.io/v1beta1``, which needs
 ``--runtime-config`` and the ``GenericWorkload`` gate) is served here when its
 gate is on; one switch stands for both. Set ``GPULAB_FEATURE_GATES`` (the
-``--feature-gates`` syntax: ``GenericWorkload=true,GangScheduling=true``) in
+``--feature-gates`` syntax: ``GenericWorkload=true``) in
 the environment of ``gpulab cluster up`` to change them; the server process
 reads it once.
 """
@@ -24,8 +24,9 @@ DEFAULTS: dict[str, bool] = {
     "DRAExtendedResource": True,  # GA v1.37, locked
     "DRAPartitionableDevices": True,  # beta v1.36, on
     "DRAConsumableCapacity": True,  # beta v1.36, on
-    "GenericWorkload": False,  # beta v1.37, off (its API group-version is off by default too)
-    "GangScheduling": False,  # follows GenericWorkload: the plugin acts only on its API's PodGroups
+    "GenericWorkload": False,  # beta v1.37, off (its API group-version is off by default too); it also puts the
+    # GangScheduling plugin in the default profile (pkg/scheduler/apis/config/v1/default_plugins.go): v1.37 has no
+    # gate of that name, and kube-apiserver refuses one ("unrecognized feature gate: GangScheduling")
 }
 
 

@@ -114,6 +114,7 @@ def _kwokctl_config(port: int, feature_gates: str) -> str:
         "kubeControllerManagerBinary": binaries["kube-controller-manager"],
         "kubeSchedulerBinary": binaries["kube-scheduler"], "etcdBinary": binaries["etcd"],
         "kwokControllerBinary": binaries["kwok"], "kubeFeatureGates": feature_gates,
+        "kubeRuntimeConfig": _runtime_config(feature_gates),
         # A kubelet's lease (40 s, renewed every 10 s) and kube-controller-manager's defaults for noticing a node
         # that stops renewing it (every 5 s, after 50 s): kwokctl scales its own by a heartbeat factor of 5.
         "heartbeatFactor": 1, "nodeLeaseDurationSeconds": 40,
@@ -130,6 +131,43 @@ def _kwokctl_config(port: int, feature_gates: str) -> str:
     doc = {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options,
            "componentsPatches": patches}
     return yaml.safe_dump(doc, sort_keys=False) + "---\n" + STAGES.read_text()
+
+
+def _gate_syntax(text: str) -> str:
+    """``--feature-gates`` normalized (``A=true,B=false``); only its syntax is checked here: which gates exist is
+    the real components' to say, and a start with one they do not know fails with their words."""
+    pairs = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or value.lower() not in ("true", "false"):
+            raise EngineError(f"invalid argument {text!r} for \"--feature-gates\" flag: "
+                              + (f"invalid value of {name}: {value}" if sep else f"missing bool value for {name}"))
+        pairs.append(f"{name}={value.lower()}")
+    return ",".join(pairs)
+
+
+def _runtime_config(gates: str) -> str:
+    """The API versions the gates need served: ``scheduling.k8s.io/v1beta1`` (Workload, PodGroup) is off by default
+    in v1.37 and is what ``GenericWorkload`` is for; one switch stands for both, as on the embedded cluster."""
+    return "scheduling.k8s.io/v1beta1=true" if "GenericWorkload=true" in gates.split(",") else ""
+
+
+def _set_gates(name: str, gates: str) -> None:
+    """Give a stopped cluster's control plane other feature gates: kwokctl starts each component with the
+    arguments it recorded at creation, so they are rewritten there (and the API versions the gates need)."""
+    recorded = _kwok_cluster_dir(name) / "kwok.yaml"
+    docs = list(yaml.safe_load_all(recorded.read_text()))
+    wanted = {"--feature-gates": gates, "--runtime-config": _runtime_config(gates)}
+    for component in docs[0]["components"]:
+        if component["name"] not in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
+            continue
+        flags = ("--feature-gates", "--runtime-config") if component["name"] == "kube-apiserver" else \
+            ("--feature-gates",)
+        args = [a for a in component["args"] if a.split("=", 1)[0] not in flags]
+        component["args"] = args + [f"{flag}={wanted[flag]}" for flag in flags if wanted[flag]]
+    docs[0]["options"]["kubeFeatureGates"] = gates
+    docs[0]["options"]["kubeRuntimeConfig"] = _runtime_config(gates)
+    recorded.write_text(yaml.safe_dump_all(docs, sort_keys=False))
 
 
 def _kubeconfig(name: str, merge: bool) -> Path:
@@ -241,10 +279,8 @@ def up(name: str, *, topology_format: "TopologyFormat", topology: Path | None = 
 
 def _up(name: str, topology_format: "TopologyFormat", topology: Path | None, merge: bool, port: int | None,
         feature_gates: str | None, gpu_stack: bool) -> Path:
-    from ..cluster.lifecycle import _checked_gates  # noqa: PLC2701 - the same flag syntax as the embedded engine
-
     directory = cluster_dir(name)
-    gates = None if feature_gates is None else _checked_gates(feature_gates)
+    gates = None if feature_gates is None else _gate_syntax(feature_gates)
     meta_file = _meta_file(name)
     if meta_file.exists():
         meta = json.loads(meta_file.read_text())
@@ -252,10 +288,14 @@ def _up(name: str, topology_format: "TopologyFormat", topology: Path | None, mer
             raise EngineError(f"cluster {name!r} already exists; a topology applies only to a new cluster. Run "
                               f"`gpulab cluster reset --name {name}` first to use {topology}.")
         if gates is not None and gates != meta.get("featureGates", ""):
-            raise EngineError(f"cluster {name!r} was created with feature gates "
-                              f"{meta.get('featureGates') or '(the defaults)'!r}; the upstream engine keeps them for "
-                              f"its life. Run `gpulab cluster reset --name {name}`, then `gpulab cluster up --name "
-                              f"{name} --engine upstream --feature-gates {gates}`.")
+            if _running(name):
+                raise EngineError(f"cluster {name!r} is running with feature gates "
+                                  f"{meta.get('featureGates') or '(the defaults)'!r}; gates change only when the "
+                                  f"control plane starts. Run `gpulab cluster down --name {name}`, then `gpulab "
+                                  f"cluster up --name {name} --feature-gates {gates}`.")
+            _set_gates(name, gates)
+            meta["featureGates"] = gates
+            write_private(meta_file, json.dumps(meta, indent=1))
         if port is not None and port != meta["port"]:
             raise EngineError(f"cluster {name!r} serves on port {meta['port']}; the upstream engine keeps its port "
                               f"for its life (its certificates name it). Run `gpulab cluster reset --name {name}` to "

@@ -14,7 +14,7 @@ PODGROUPS = "podgroups.scheduling.k8s.io"
 
 @pytest.fixture
 def gates(monkeypatch):
-    monkeypatch.setenv(features.ENV, "GenericWorkload=true,GangScheduling=true")
+    monkeypatch.setenv(features.ENV, "GenericWorkload=true")
     features.gates.cache_clear()
     yield
     monkeypatch.delenv(features.ENV)

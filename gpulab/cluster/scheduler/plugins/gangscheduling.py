@@ -62,7 +62,7 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin, EnqueueExtensions):
 
     def __init__(self, handle, args: dict | None = None):
         super().__init__(handle, args)
-        self.active = features.enabled("GangScheduling") and features.enabled("GenericWorkload")
+        self.active = features.enabled("GenericWorkload")     # the gate that adds the plugin to the default profile
         store = handle.api.store
         if self.active and not store.has_index("pods", _GROUP_INDEX):
             store.add_index("pods", _GROUP_INDEX, _group_key)
