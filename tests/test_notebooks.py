@@ -42,20 +42,23 @@ CELL_TIMEOUT = 600
 CHECK_OUTPUT = "# NBVAL_CHECK_OUTPUT"
 
 
-def kernel_env(home: Path, cluster_name: str | None = None) -> dict[str, str]:
-    """The kernel's environment: a fresh GPULAB_HOME, the venv's programs first, no outside cluster; its embedded
-    cluster named ``cluster_name`` if given (its nodes then ``NAME-worker``...), else the default ``gpulab``."""
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "GPULAB_CLUSTER", "GPULAB_CLUSTER_NAME")}
+def kernel_env(home: Path, cluster_name: str | None = None, engine: str = "embedded") -> dict[str, str]:
+    """The kernel's environment: a fresh GPULAB_HOME, the venv's programs first, no outside cluster; its gpulab
+    cluster named ``cluster_name`` if given (its nodes then ``NAME-worker``...), else the default ``gpulab``, on
+    ``engine`` (``GPULAB_ENGINE``: what `gpulab.connect()` starts)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("KUBECONFIG", "GPULAB_CLUSTER", "GPULAB_CLUSTER_NAME", "GPULAB_ENGINE")}
     env.update(GPULAB_HOME=str(home / "gpulab"), KUBECACHEDIR=str(home / "kubecache"),
-               PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}")
+               PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}", GPULAB_ENGINE=engine)
     if cluster_name:
         env["GPULAB_CLUSTER_NAME"] = cluster_name
     return env
 
 
-def execute(path: Path, home: Path, cluster_name: str | None = None) -> tuple[nbformat.NotebookNode, list[float]]:
-    """Run a copy of the notebook in its own directory; return it executed, with each cell's seconds (one entry
-    per cell, markdown cells included)."""
+def execute(path: Path, home: Path, cluster_name: str | None = None,
+            engine: str = "embedded") -> tuple[nbformat.NotebookNode, list[float]]:
+    """Run a copy of the notebook in its own directory on a new cluster of ``engine``; return it executed, with
+    each cell's seconds (one entry per cell, markdown cells included)."""
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
@@ -74,11 +77,11 @@ def execute(path: Path, home: Path, cluster_name: str | None = None) -> tuple[nb
 
     client.async_execute_cell = timed
     try:
-        client.execute(env=kernel_env(home, cluster_name))
+        client.execute(env=kernel_env(home, cluster_name, engine))
     finally:
         nb.metadata["gpulab_test"] = {"seconds": round(time.monotonic() - started, 1), "cell_seconds": seconds}
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, str(ARTIFACTS / f"{path.parent.name}--{cluster_name or 'gpulab'}--{path.name}"))
+        nbformat.write(nb, str(ARTIFACTS / f"{path.parent.name}--{cluster_name or 'gpulab'}--{engine}--{path.name}"))
         stop_cluster(home, cluster_name)
     return nb, seconds
 

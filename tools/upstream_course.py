@@ -4,7 +4,8 @@ Each notebook runs top to bottom in a kernel whose ``gpulab.connect()`` starts a
 (``GPULAB_ENGINE=upstream``; a lab reset recreates it on the same engine), with errors allowed so one cell's
 failure does not hide the next. A cell fails when it raises, writes to stderr or prints a failed command (the rules
 of tests/test_notebooks.py). The result is a JSON file (one entry per notebook: cells that failed, with the first
-line of why) that ``docs/engines.md``'s table is written from.
+line of why; cells that printed the upstream engine's note that a step needs a container, with the note) that
+``docs/engines.md``'s table is written from.
 
 Usage: ``.venv/bin/python tools/upstream_course.py [--out FILE] [NOTEBOOK ...]`` (default: every notebook).
 """
@@ -48,9 +49,13 @@ def run(path: Path) -> dict:
     finally:
         stop_cluster(home)
         shutil.rmtree(home, ignore_errors=True)
-    failures = []
+    failures, noted = [], []
     code_cells = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     for index, cell in code_cells:
+        texts = [o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream"]
+        notes = [line for text in texts for line in text.splitlines() if "a KWOK node" in line or "is a KWOK node" in line]
+        if notes:
+            noted.append({"cell": index, "source": first_line(cell.source), "notes": notes})
         why = []
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
@@ -60,7 +65,7 @@ def run(path: Path) -> dict:
         why += [line.split(": ", 1)[1] for line in command_error_lines(index, cell.get("outputs", []))]
         if why:
             failures.append({"cell": index, "source": first_line(cell.source), "why": why[:3]})
-    return {"notebook": str(path.relative_to(ROOT)), "cells": len(code_cells), "failed": failures,
+    return {"notebook": str(path.relative_to(ROOT)), "cells": len(code_cells), "failed": failures, "noted": noted,
             "crashed": crashed, "seconds": round(time.monotonic() - started, 1)}
 
 
@@ -78,6 +83,8 @@ def main() -> None:
               f"({result['seconds']}s){' CRASHED ' + result['crashed'] if result['crashed'] else ''}", flush=True)
         for failure in result["failed"]:
             print(f"  cell {failure['cell']}: {failure['source'][:80]} -> {failure['why'][0][:200]}", flush=True)
+        for note in result["noted"]:
+            print(f"  note, cell {note['cell']}: {note['source'][:80]} -> {note['notes'][0][:120]}", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
 
