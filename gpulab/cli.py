@@ -69,85 +69,80 @@ def _engine(args: argparse.Namespace) -> str:
     return recorded or wanted or default
 
 
-def _run_upstream(args: argparse.Namespace) -> int:
-    """``gpulab cluster ACTION`` for a cluster of the upstream engine."""
+def _up_embedded(args: argparse.Namespace):
+    from pathlib import Path
+
+    from . import embedded
+    from .cluster import lifecycle
+
+    recorded = (lifecycle.cluster_dir(args.name) / "cluster.json").exists()
+    if args.no_gpu_stack and recorded:
+        _without_gpu_stack(lifecycle.cluster_dir(args.name))
+    path = embedded.up(args.name, topology=Path(args.topology) if args.topology else None,
+                       merge=args.merge, port=args.port, feature_gates=args.feature_gates)
+    if args.no_gpu_stack and not recorded:
+        # A new cluster's add-on reads the flag only when the ClusterPolicy CRD appears, after this.
+        _without_gpu_stack(lifecycle.cluster_dir(args.name))
+    return path
+
+
+def _up_upstream(args: argparse.Namespace):
     from pathlib import Path
 
     from . import embedded
     from .upstream import engine
 
-    if args.action == "up":
-        path = engine.up(args.name, topology_format=embedded.TOPOLOGY,
-                         topology=Path(args.topology) if args.topology else None, merge=args.merge, port=args.port,
-                         feature_gates=args.feature_gates, gpu_stack=not args.no_gpu_stack)
-        print(f"cluster {args.name!r} is running (upstream engine)")
-        if args.merge:
-            print(f"context gpulab-{args.name} added to your kubeconfig and made current")
-        print(path)
-    elif args.action == "down":
-        stopped = engine.down(args.name)
-        print(f"cluster {args.name!r} stopped (state kept)" if stopped else f"cluster {args.name!r} is not running")
-    elif args.action == "reset":
-        engine.reset(args.name)
-        print(f"cluster {args.name!r} deleted")
-    elif args.action == "status":
-        info = engine.status(args.name)
-        for key, value in info.items():
-            print(f"{key}: {value}")
-        if info["state"] == "crashed":
-            print(f"some components exited unexpectedly; see {info['directory']}/kwok/clusters/{args.name}/logs, "
-                  f"then `gpulab cluster down --name {args.name}` and `gpulab cluster up --name {args.name}`")
-        return 0 if info["state"] == "running" else 1
-    elif args.action == "kubeconfig":
-        from .contract import kubeconfig_path
+    return engine.up(args.name, topology_format=embedded.TOPOLOGY,
+                     topology=Path(args.topology) if args.topology else None, merge=args.merge, port=args.port,
+                     feature_gates=args.feature_gates, gpu_stack=not args.no_gpu_stack)
 
-        print(kubeconfig_path(args.name))
-    return 0
+
+def _operations(engine: str):
+    """The engine's (up, down, reset, status) and what `status` adds when something exited unexpectedly."""
+    if engine == "upstream":
+        from .upstream import engine as upstream
+
+        return (_up_upstream, upstream.down, upstream.reset, upstream.status,
+                "some components exited unexpectedly; see {directory}/kwok/clusters/{name}/logs, then `gpulab "
+                "cluster down --name {name}` and `gpulab cluster up --name {name}`")
+    from .cluster import lifecycle
+
+    return (_up_embedded, lifecycle.down, lifecycle.reset, lifecycle.status,
+            "the server exited unexpectedly; see {directory}/server.log, then `gpulab cluster up --name {name}` "
+            "resumes it")
 
 
 def _run_cluster(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from .cluster import lifecycle
     from .cluster.topology import TopologyError
 
     try:
-        if _engine(args) == "upstream":
-            return _run_upstream(args)
+        engine = _engine(args)
+        up, down, reset, status, crashed = _operations(engine)
         if args.action == "up":
-            from . import embedded
-
-            recorded = (lifecycle.cluster_dir(args.name) / "cluster.json").exists()
-            if args.no_gpu_stack and recorded:
-                _without_gpu_stack(lifecycle.cluster_dir(args.name))
-            path = embedded.up(args.name, topology=Path(args.topology) if args.topology else None,
-                               merge=args.merge, port=args.port, feature_gates=args.feature_gates)
-            if args.no_gpu_stack and not recorded:
-                # A new cluster's add-on reads the flag only when the ClusterPolicy CRD appears, after this.
-                _without_gpu_stack(lifecycle.cluster_dir(args.name))
-            print(f"cluster {args.name!r} is running")
+            path = up(args)
+            print(f"cluster {args.name!r} is running" + (" (upstream engine)" if engine == "upstream" else ""))
             if args.merge:
                 print(f"context gpulab-{args.name} added to your kubeconfig and made current")
             print(path)
         elif args.action == "down":
-            stopped = lifecycle.down(args.name)
+            stopped = down(args.name)
             print(f"cluster {args.name!r} stopped (state kept)" if stopped else f"cluster {args.name!r} is not running")
         elif args.action == "reset":
-            lifecycle.reset(args.name)
+            reset(args.name)
             print(f"cluster {args.name!r} deleted")
         elif args.action == "status":
-            info = lifecycle.status(args.name)
+            info = status(args.name)
             if info["state"] == "absent":
                 print(f"cluster {args.name!r} does not exist; create it with `gpulab cluster up --name {args.name}`")
                 return 1
             for key, value in info.items():
                 print(f"{key}: {value}")
             if info["state"] == "crashed":
-                print(f"the server exited unexpectedly; see {info['directory']}/server.log, then "
-                      f"`gpulab cluster up --name {args.name}` resumes it")
+                print(crashed.format(directory=info["directory"], name=args.name))
             return 0 if info["state"] == "running" else 1
         elif args.action == "kubeconfig":
-            if lifecycle.status(args.name)["state"] == "absent":
+            if status(args.name)["state"] == "absent":
                 print(f"error: cluster {args.name!r} does not exist; run `gpulab cluster up --name {args.name}`",
                       file=sys.stderr)
                 return 1

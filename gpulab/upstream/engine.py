@@ -428,6 +428,8 @@ def reset(name: str) -> None:
 
 
 def status(name: str) -> dict:
+    if not _meta_file(name).exists():
+        return {"name": name, "state": "absent"}
     meta = json.loads(_meta_file(name).read_text())
     pids = _pids(name)
     info = {"name": name, "engine": ENGINE, "state": "running" if "kube-apiserver" in pids else "stopped",
