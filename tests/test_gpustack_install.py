@@ -208,6 +208,84 @@ data:
 """
 
 
+ONLY_THE_A100 = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: per-pool-config, namespace: gpu-operator}
+data:
+  a100-40gb: |-
+    version: v1
+    sharing:
+      timeSlicing:
+        resources:
+        - name: nvidia.com/gpu
+          replicas: 4
+"""
+DEFAULT_KEY = """
+  default: |-
+    version: v1
+    sharing:
+      timeSlicing:
+        resources:
+        - name: nvidia.com/gpu
+          replicas: 2
+"""
+
+
+def settled(cluster) -> None:
+    from gpulab.learner.conditions import clusterpolicy_settled
+    from gpulab.learner.reader import ClusterReader
+
+    wait_for(lambda: clusterpolicy_settled(ClusterReader(cluster.client()))[0], timeout=120,
+             what="the GPU stack to settle")
+
+
+def config_manager_init_log(cluster, node_name: str) -> list[str]:
+    """What the running device plugin pod's config-manager-init wrote on ``node_name``, past klog's header."""
+    pods = json.loads(cluster.kubectl("get", "pods", "-n", "gpu-operator", "-l", "app=nvidia-device-plugin-daemonset",
+                                      "--field-selector", f"spec.nodeName={node_name},status.phase=Running",
+                                      "-o", "json").stdout)["items"]
+    if len(pods) != 1 or not any(c["name"] == "config-manager-init" for c in pods[0]["spec"]["initContainers"]):
+        return []
+    log = cluster.kubectl("logs", "-n", "gpu-operator", pods[0]["metadata"]["name"], "-c", "config-manager-init",
+                          check=False).stdout
+    return [line.split("] ", 1)[1] for line in log.splitlines()]
+
+
+def test_an_unlabelled_node_keeps_whole_gpus_whatever_keys_the_config_has(cluster, installed):
+    """Under the operator config-manager falls back to the empty config only (gpu-operator object_controls.go
+    sets FALLBACK_STRATEGIES=empty): a node without the label, with no devicePlugin.config.default, keeps whole
+    GPUs although the ConfigMap's only key time-slices, and although a key is called `default`."""
+    wait_for(lambda: allocatable(cluster, H100_NODE) == "8", timeout=90, what="H100 capacity")
+    apply(cluster, ONLY_THE_A100)
+    cluster.kubectl("label", "node", A100_NODE, "nvidia.com/device-plugin.config=a100-40gb")
+    try:
+        cluster.kubectl("patch", "clusterpolicies.nvidia.com/cluster-policy", "--type", "merge",
+                        "-p", '{"spec":{"devicePlugin":{"config":{"name":"per-pool-config"}}}}')
+        fallback = ["Waiting for change to 'nvidia.com/device-plugin.config' label",
+                    "Label change detected: nvidia.com/device-plugin.config=",
+                    "No value set and no default set. Attempting fallback strategies: [empty]",
+                    "Falling back to an empty configuration", "Updating to empty config",
+                    "Successfully updated to empty config"]
+        assert wait_for(lambda: config_manager_init_log(cluster, H100_NODE), timeout=120,
+                        what="the H100's config-manager-init") == fallback
+        wait_for(lambda: allocatable(cluster, A100_NODE) == "16", timeout=90, what="the A100 time-sliced")
+        settled(cluster)
+        assert allocatable(cluster, H100_NODE) == "8"
+        assert node(cluster, H100_NODE)["metadata"]["labels"]["nvidia.com/gpu.sharing-strategy"] == "none"
+
+        apply(cluster, ONLY_THE_A100 + DEFAULT_KEY)       # a key called `default` is not picked up either
+        cluster.kubectl("rollout", "restart", "-n", "gpu-operator", "daemonset/nvidia-device-plugin-daemonset")
+        cluster.kubectl("rollout", "status", "-n", "gpu-operator", "daemonset/nvidia-device-plugin-daemonset",
+                        "--timeout=120s")
+        assert wait_for(lambda: config_manager_init_log(cluster, H100_NODE), timeout=60,
+                        what="the H100's config-manager-init") == fallback
+        settled(cluster)
+        assert allocatable(cluster, H100_NODE) == "8" and allocatable(cluster, A100_NODE) == "16"
+    finally:
+        cluster.kubectl("label", "node", A100_NODE, "nvidia.com/device-plugin.config-")
+
+
 def test_time_slicing_with_four_replicas(cluster, installed):
     wait_for(lambda: allocatable(cluster, H100_NODE) == "8", timeout=90, what="H100 capacity")
     use_time_slicing(cluster)

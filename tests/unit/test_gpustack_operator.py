@@ -53,6 +53,10 @@ def test_device_plugin_config_mounts_the_config_map():
     manager = next(c for c in spec["containers"] if c["name"] == "config-manager")
     assert {"name": "DEFAULT_CONFIG", "value": "any"} in manager["env"]
     assert {"name": "NODE_LABEL", "value": "nvidia.com/device-plugin.config"} in manager["env"]
+    # object_controls.go sets FALLBACK_STRATEGIES=empty on the init container and the sidecar alike.
+    init = next(c for c in spec["initContainers"] if c["name"] == "config-manager-init")
+    for container in (init, manager):
+        assert {"name": "FALLBACK_STRATEGIES", "value": "empty"} in container["env"]
 
 
 def ds(desired, unavailable=0, available=None, generation=1, observed=1):
