@@ -42,7 +42,9 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def installed(cluster):
-    out = cluster.gpulab("install", "gpu-operator", timeout=180)
+    # The course's default chart with the driver pinned to 580.105.08, whose real nvidia-smi output the tests
+    # compare with (the chart's own default is 595.91.07).
+    out = cluster.gpulab("install", "gpu-operator", "--set", "driver.version=580.105.08", timeout=180)
     return out
 
 
@@ -380,7 +382,7 @@ def test_nfd_worker_publishes_one_nodefeature_per_node_and_the_labels_are_its(cl
                          what="a NodeFeature for each node with an nfd-worker")
     h100 = published[H100_NODE]
     assert h100["metadata"]["labels"] == {"nfd.node.kubernetes.io/node-name": H100_NODE}
-    assert h100["metadata"]["annotations"] == {"nfd.node.kubernetes.io/worker.version": "v0.18.2"}
+    assert h100["metadata"]["annotations"] == {"nfd.node.kubernetes.io/worker.version": "v0.19.0"}
     worker = on[H100_NODE]["metadata"]
     assert h100["metadata"]["ownerReferences"] == [
         {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "gpu-operator-node-feature-discovery-worker",

@@ -34,7 +34,7 @@ def test_operand_pod_specs():
     toolkit = daemonsets["nvidia-container-toolkit-daemonset"]["spec"]["updateStrategy"]
     assert toolkit == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
     driver = daemonsets["nvidia-driver-daemonset"]["spec"]["template"]["spec"]
-    assert driver["containers"][0]["image"] == "nvcr.io/nvidia/driver:580.105.08-ubuntu22.04"
+    assert driver["containers"][0]["image"] == "nvcr.io/nvidia/driver:595.91.07-ubuntu22.04"
     assert (driver["initContainers"][0]["command"], driver["initContainers"][0]["args"]) == (
         ["driver-manager"], ["uninstall_driver"])
     plugin = daemonsets["nvidia-device-plugin-daemonset"]["spec"]["template"]["spec"]["containers"][0]
