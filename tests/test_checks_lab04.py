@@ -300,7 +300,8 @@ def test_choose_strategy():
         assert result.passed, (answer, result)
         assert result.reason.startswith("right: MPS runs the 8 servers' kernels at the same time (p99 about ")
         assert result.reason.endswith(" ms in the latency model), each capped at 5120 MiB and 12 % of the threads, "
-                                      "and the team accepts that they share faults")
+                                      "and the team accepts that they share faults and that the device plugin's MPS "
+                                      "support is experimental")
     mig = judge("MIG")
     assert not mig.passed and mig.reason == (
         "mig does not fit this scenario: an A100 40GB has at most 7 MIG slices, not 8 (and a slice's fixed share "

@@ -358,6 +358,25 @@ def test_config_edits_need_a_rollout_restart_and_the_node_label_picks_a_config(c
     wait_for(lambda: allocatable(cluster, H100_NODE) == "16", timeout=90, what="the edited config after restart")
 
 
+def test_an_upgrade_puts_back_what_kubectl_patch_changed_and_keeps_the_releases_values(cluster, installed):
+    """The ClusterPolicy is the release's: an upgrade renders it from the chart and the release's values and writes
+    it back whole (helm pkg/kube/client.go: a custom resource is merge-patched into the rendered one), so the
+    devicePlugin.config the earlier tests set with kubectl patch goes, even with --reuse-values; set as a value of
+    the release, it stays."""
+    def plugin_config():
+        return json.loads(cluster.kubectl("get", "clusterpolicy", "cluster-policy", "-o", "json").stdout)[
+            "spec"]["devicePlugin"].get("config")
+
+    use_time_slicing(cluster)                                    # kubectl patch
+    assert plugin_config() == {"name": "time-slicing-config", "default": "any"}
+    cluster.gpulab("upgrade", "gpu-operator", "--reuse-values", "--no-wait", timeout=180)
+    assert plugin_config() is None
+    cluster.gpulab("upgrade", "gpu-operator", "--reuse-values", "--no-wait", "--set",
+                   "devicePlugin.config.name=time-slicing-config", timeout=180)
+    cluster.gpulab("upgrade", "gpu-operator", "--reuse-values", "--no-wait", timeout=180)
+    assert plugin_config() == {"name": "time-slicing-config", "default": ""}
+
+
 def test_install_errors_are_helms(cluster, installed):
     again = cluster.gpulab("install", "gpu-operator", check=False)
     assert again.returncode == 1

@@ -338,8 +338,9 @@ CHOOSE_STRATEGY = {
     "p99_budget_ms": 8.0,
     "question": ("One team runs 8 copies of the same small inference server on one A100 40GB. Each needs 4 GiB of "
                  "GPU memory, all 8 are busy all day, each must keep its p99 under 8 ms, and the team accepts that "
-                 "a crash of one server may take the others down with it. Do you share the GPU with MIG, "
-                 "time-slicing or MPS (8 replicas)? Answer 'MIG', 'time-slicing' or 'MPS'."),
+                 "a crash of one server may take the others down with it and that the device plugin still calls "
+                 "its MPS support experimental. Do you share the GPU with MIG, time-slicing or MPS (8 replicas)? "
+                 "Answer 'MIG', 'time-slicing' or 'MPS'."),
 }
 STRATEGY_CHOICES = {**SHARING_CHOICES, "mps": ("MPS", "multi-process service", "cuda mps", "nvidia mps",
                                                "multi process service", "cuda multi-process service")}
@@ -402,4 +403,5 @@ def choose_strategy(cluster, answer) -> Result:
     s = CHOOSE_STRATEGY
     return passed(f"right: MPS runs the {s['servers']} servers' kernels at the same time (p99 about "
                   f"{_mps_p99():.1f} ms in the latency model), each capped at {_mps_share_mib()} MiB "
-                  f"and {device_plugin_thread_percentage(s['servers'])} % of the threads, and the team accepts that they share faults")
+                  f"and {device_plugin_thread_percentage(s['servers'])} % of the threads, and the team accepts that they share faults "
+                  "and that the device plugin's MPS support is experimental")
