@@ -53,29 +53,29 @@ def settle(cluster) -> None:
              what="the GPU stack to settle")
 
 
+def fails_as_the_mistake_at_once_and_once_settled(cluster) -> None:
+    """Run at once, the check never passes (the mistake, or not settled); once settled, it names the mistake."""
+    at_once = check(cluster)
+    assert not at_once.passed, at_once
+    assert at_once.reason.startswith((MISTAKE, NOT_SETTLED)), at_once
+    settle(cluster)
+    settled = check(cluster)
+    assert not settled.passed and settled.reason.startswith(MISTAKE), settled
+
+
 def test_the_mistake_never_passes_at_once_and_fails_once_settled(lab04):
     lab04.kubectl("apply", "-f", "-", input=CONFIG)
     lab04.kubectl("patch", "clusterpolicies.nvidia.com/cluster-policy", "--type", "merge", "-p",
                   '{"spec":{"devicePlugin":{"config":{"name":"time-slicing-config"}}}}')
     lab04.kubectl("label", "node", A100, H100, "nvidia.com/device-plugin.config=a100-40gb", "--overwrite")
-    at_once = check(lab04)
-    assert not at_once.passed, at_once
-    assert at_once.reason.startswith((MISTAKE, NOT_SETTLED)), at_once
-    settle(lab04)
-    settled = check(lab04)
-    assert not settled.passed and settled.reason.startswith(MISTAKE), settled
+    fails_as_the_mistake_at_once_and_once_settled(lab04)
 
 
 def test_the_default_entry_for_every_unlabelled_node_never_passes_at_once_and_fails_once_settled(lab04):
     lab04.kubectl("label", "node", H100, "nvidia.com/device-plugin.config-")
     lab04.kubectl("patch", "clusterpolicies.nvidia.com/cluster-policy", "--type", "merge", "-p",
                   '{"spec":{"devicePlugin":{"config":{"default":"a100-40gb"}}}}')
-    at_once = check(lab04)
-    assert not at_once.passed, at_once
-    assert at_once.reason.startswith((MISTAKE, NOT_SETTLED)), at_once
-    settle(lab04)
-    settled = check(lab04)
-    assert not settled.passed and settled.reason.startswith(MISTAKE), settled
+    fails_as_the_mistake_at_once_and_once_settled(lab04)
 
 
 def test_the_solution_never_fails_as_the_mistake_at_once_and_passes_once_settled(lab04):

@@ -210,28 +210,12 @@ data:
 """
 
 
-ONLY_THE_A100 = """
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: per-pool-config, namespace: gpu-operator}
-data:
-  a100-40gb: |-
-    version: v1
-    sharing:
-      timeSlicing:
-        resources:
-        - name: nvidia.com/gpu
-          replicas: 4
-"""
-DEFAULT_KEY = """
-  default: |-
-    version: v1
-    sharing:
-      timeSlicing:
-        resources:
-        - name: nvidia.com/gpu
-          replicas: 2
-"""
+def per_pool_config(replicas_by_key: dict[str, int]) -> str:
+    """ConfigMap ``per-pool-config`` in the operator's namespace: a time-slicing entry per key, with its replicas."""
+    data = {key: json.dumps({"version": "v1", "sharing": {"timeSlicing": {"resources": [
+        {"name": "nvidia.com/gpu", "replicas": replicas}]}}}) for key, replicas in replicas_by_key.items()}
+    return json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "data": data,
+                       "metadata": {"name": "per-pool-config", "namespace": "gpu-operator"}})
 
 
 def settled(cluster) -> None:
@@ -259,7 +243,7 @@ def test_an_unlabelled_node_keeps_whole_gpus_whatever_keys_the_config_has(cluste
     sets FALLBACK_STRATEGIES=empty): a node without the label, with no devicePlugin.config.default, keeps whole
     GPUs although the ConfigMap's only key time-slices, and although a key is called `default`."""
     wait_for(lambda: allocatable(cluster, H100_NODE) == "8", timeout=90, what="H100 capacity")
-    apply(cluster, ONLY_THE_A100)
+    apply(cluster, per_pool_config({"a100-40gb": 4}))
     cluster.kubectl("label", "node", A100_NODE, "nvidia.com/device-plugin.config=a100-40gb")
     try:
         cluster.kubectl("patch", "clusterpolicies.nvidia.com/cluster-policy", "--type", "merge",
@@ -276,7 +260,7 @@ def test_an_unlabelled_node_keeps_whole_gpus_whatever_keys_the_config_has(cluste
         assert allocatable(cluster, H100_NODE) == "8"
         assert node(cluster, H100_NODE)["metadata"]["labels"]["nvidia.com/gpu.sharing-strategy"] == "none"
 
-        apply(cluster, ONLY_THE_A100 + DEFAULT_KEY)       # a key called `default` is not picked up either
+        apply(cluster, per_pool_config({"a100-40gb": 4, "default": 2}))  # a key called `default` is not picked either
         cluster.kubectl("rollout", "restart", "-n", "gpu-operator", "daemonset/nvidia-device-plugin-daemonset")
         cluster.kubectl("rollout", "status", "-n", "gpu-operator", "daemonset/nvidia-device-plugin-daemonset",
                         "--timeout=120s")
