@@ -63,9 +63,9 @@ def test_operator_pinned(stack, monkeypatch):
     assert result.reason == ("the GPU Operator is not installed: the API server does not serve ClusterPolicy "
                              "(clusterpolicies.nvidia.com)")
 
-    # The mistake: an install that never pinned the driver. This chart's default driver *is* 580.105.08, so the
-    # ClusterPolicy alone cannot tell; the release's user-supplied values can.
-    stack.operator(sets=())
+    # The mistake: an install that never pinned the driver. Chart v25.10.1's default driver *is* 580.105.08, so
+    # the ClusterPolicy alone cannot tell; the release's user-supplied values can.
+    stack.operator(sets=(), version="v25.10.1")
     policy = stack.custom.get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", "cluster-policy")
     assert policy["spec"]["driver"]["version"] == "580.105.08"
     result = run(stack, "lab01.operator_pinned")
@@ -78,8 +78,11 @@ def test_operator_pinned(stack, monkeypatch):
     assert result.hint == ("set the driver version explicitly when you install (or upgrade) the chart: "
                            "--set driver.version=...")
 
-    stack.operator(sets=(), version="v26.3.3")          # unpinned, on the newest chart: its driver
-    assert run(stack, "lab01.operator_pinned").reason.startswith("the driver is not pinned: ")
+    stack.operator(sets=())                             # unpinned, on the course's chart v26.7.0: its driver
+    assert run(stack, "lab01.operator_pinned").reason.startswith(
+        "the driver is not pinned: release gpu-operator-1764547200 was installed without driver.version among its "
+        "values (`helm get values gpu-operator-1764547200 -n gpu-operator` shows none), so it runs whatever driver "
+        "the chart defaults to (595.91.07 for this chart)")
 
     stack.operator(sets=("driver.version=580.126.20",))
     assert run(stack, "lab01.operator_pinned").reason == (

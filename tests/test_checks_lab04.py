@@ -43,7 +43,8 @@ def test_timeslicing_a100(stack):
         "(renameByDefault: true), and the exercise keeps the name nvidia.com/gpu")
 
     stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", sharing=time_slicing(4))
-    # The mistake: the config time-slices the H100 node as well (its `default` entry, or the H100's label).
+    # The mistake: the config time-slices the H100 node as well (the H100's label, or the ClusterPolicy's
+    # devicePlugin.config.default naming the time-slicing entry, which every unlabelled node then takes).
     stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled", sharing=time_slicing(4))
     result = run(stack, "lab04.timeslicing_a100")
     assert not result.passed
@@ -51,6 +52,11 @@ def test_timeslicing_a100(stack):
         "the H100 node gpulab-worker2 is time-sliced too (nvidia.com/gpu.sharing-strategy=time-slicing, "
         "nvidia.com/gpu.replicas=4, nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-SHARED, 32 nvidia.com/gpu for its 8 "
         "GPUs); the exercise time-slices the A100 node only and leaves the H100's GPUs whole")
+    # Under the operator an unlabelled node without a default keeps whole GPUs (FALLBACK_STRATEGIES=empty): the
+    # hint names the two ways a node is shared, and never the false one of an entry called `default`.
+    assert result.hint.startswith("an entry applies to the nodes whose nvidia.com/device-plugin.config label names "
+                                  "it, and the ClusterPolicy's devicePlugin.config.default, when set, to every other "
+                                  "node; without one, those nodes keep whole GPUs")
     stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled",
                    sharing=time_slicing(4, renameByDefault=True))
     assert run(stack, "lab04.timeslicing_a100").reason.startswith(
@@ -65,15 +71,15 @@ def test_timeslicing_a100(stack):
 
 
 def test_timeslicing_a100_is_not_judged_before_the_operator_has_restarted_the_device_plugins(stack, monkeypatch):
-    """The grader's 0/2 after a learner's PASS: the ClusterPolicy names a config (``default`` time-slicing every
-    node) that the operator has not yet written into the device plugin's DaemonSet, so no plugin has restarted
-    with it and the H100 still looks whole. The check says it has not settled, never PASS; once the DaemonSet
+    """The grader's 0/2 after a learner's PASS: the ClusterPolicy names a config and a default entry (the A100's
+    time-slicing, which every unlabelled node then takes) that the operator has not yet written into the device
+    plugin's DaemonSet, so no plugin has restarted with it and the H100 still looks whole. The check says it has not settled, never PASS; once the DaemonSet
     carries the config it judges."""
     monkeypatch.setattr(settled, "SETTLE_SECONDS", 1.0)
     stack.gpu_node(A100, A100_MODEL, 4, mig_strategy="mixed", sharing=time_slicing(4))
     stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled")
     stack.operator(sets=("driver.version=580.105.08", "mig.strategy=mixed", "devicePlugin.config.name=sharing",
-                         "devicePlugin.config.default=default"))
+                         "devicePlugin.config.default=a100-40gb"))
     try:
         stack.device_plugin_daemonset(config=None)                    # the template before the policy's change
         result = run(stack, "lab04.timeslicing_a100")
@@ -82,7 +88,7 @@ def test_timeslicing_a100_is_not_judged_before_the_operator_has_restarted_the_de
             "not settled yet: the ClusterPolicy is ready, the operator has not applied devicePlugin.config.name, "
             "devicePlugin.config.default to nvidia-device-plugin-daemonset yet; this check judges the cluster once "
             "it has settled, run it again")
-        stack.device_plugin_daemonset(config="sharing", default="default")    # rendered; the plugins restarted
+        stack.device_plugin_daemonset(config="sharing", default="a100-40gb")  # rendered; the plugins restarted
         stack.gpu_node(H100, "H100", 8, mig_strategy="mixed", mig_config="all-disabled", sharing=time_slicing(4))
         assert run(stack, "lab04.timeslicing_a100").reason.startswith("the H100 node gpulab-worker2 is time-sliced too")
     finally:
@@ -264,7 +270,7 @@ def test_mps_a100(stack):
             "A100 node gpulab-worker3 advertises nvidia.com/gpu.shared: the config renames the shared resource "
             "(renameByDefault: true), and the exercise keeps the name nvidia.com/gpu")
         stack.gpu_node(A100, A100_MODEL, 4, sharing=mps(4))
-        # The mistake of exercise 1 again: the default entry shares the H100 as well.
+        # The mistake of exercise 1 again: devicePlugin.config.default (or its label) shares the H100 as well.
         stack.gpu_node(H100, "H100", 8, sharing=mps(4))
         result = run(stack, "lab04.mps_a100")
         assert not result.passed
@@ -273,6 +279,7 @@ def test_mps_a100(stack):
             "nvidia.com/gpu.replicas=4, nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-SHARED, 32 nvidia.com/gpu for its "
             "8 GPUs, nvidia.com/mps.capable=true); the exercise shares the A100 node only and leaves the H100's GPUs "
             "unshared")
+        assert "select the MPS entry on the A100 node alone" in result.hint
         stack.gpu_node(H100, "H100", 8, mig_config="all-disabled")          # the solution
         result = run(stack, "lab04.mps_a100")
         assert result.passed, result
@@ -293,7 +300,8 @@ def test_choose_strategy():
         assert result.passed, (answer, result)
         assert result.reason.startswith("right: MPS runs the 8 servers' kernels at the same time (p99 about ")
         assert result.reason.endswith(" ms in the latency model), each capped at 5120 MiB and 12 % of the threads, "
-                                      "and the team accepts that they share faults")
+                                      "and the team accepts that they share faults and that the device plugin's MPS "
+                                      "support is experimental")
     mig = judge("MIG")
     assert not mig.passed and mig.reason == (
         "mig does not fit this scenario: an A100 40GB has at most 7 MIG slices, not 8 (and a slice's fixed share "

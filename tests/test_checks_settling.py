@@ -3,8 +3,9 @@
 The grader failed (0/2) a configuration whose test cell had printed PASS: the
 check had read the device plugins before they restarted with the learner's
 config. Here the learner's commands run as the exercise gives them, with the
-mistake (the time-slicing entry selected on the H100 node too) and with the
-solution, and the check is run the moment the last command returns, and again
+mistakes (the time-slicing entry selected on the H100 node too by its label,
+then by the ClusterPolicy's devicePlugin.config.default, which every unlabelled
+node takes) and with the solution, and the check is run the moment the last command returns, and again
 after the stack has settled. At once it may only say what the settled check says,
 or that the cluster has not settled; it never passes the mistake, and it never
 fails the solution with the mistake's words.
@@ -25,8 +26,6 @@ CONFIG = """apiVersion: v1
 kind: ConfigMap
 metadata: {name: time-slicing-config, namespace: gpu-operator}
 data:
-  default: |-
-    version: v1
   a100-40gb: |-
     version: v1
     sharing:
@@ -54,21 +53,37 @@ def settle(cluster) -> None:
              what="the GPU stack to settle")
 
 
+def fails_as_the_mistake_at_once_and_once_settled(cluster) -> None:
+    """Run at once, the check never passes (the mistake, or not settled); once settled, it names the mistake."""
+    at_once = check(cluster)
+    assert not at_once.passed, at_once
+    assert at_once.reason.startswith((MISTAKE, NOT_SETTLED)), at_once
+    settle(cluster)
+    settled = check(cluster)
+    assert not settled.passed and settled.reason.startswith(MISTAKE), settled
+
+
 def test_the_mistake_never_passes_at_once_and_fails_once_settled(lab04):
     lab04.kubectl("apply", "-f", "-", input=CONFIG)
     lab04.kubectl("patch", "clusterpolicies.nvidia.com/cluster-policy", "--type", "merge", "-p",
                   '{"spec":{"devicePlugin":{"config":{"name":"time-slicing-config"}}}}')
     lab04.kubectl("label", "node", A100, H100, "nvidia.com/device-plugin.config=a100-40gb", "--overwrite")
-    at_once = check(lab04)
-    assert not at_once.passed, at_once
-    assert at_once.reason.startswith((MISTAKE, NOT_SETTLED)), at_once
-    settle(lab04)
-    settled = check(lab04)
-    assert not settled.passed and settled.reason.startswith(MISTAKE), settled
+    fails_as_the_mistake_at_once_and_once_settled(lab04)
+
+
+def test_the_default_entry_for_every_unlabelled_node_never_passes_at_once_and_fails_once_settled(lab04):
+    lab04.kubectl("label", "node", H100, "nvidia.com/device-plugin.config-")
+    lab04.kubectl("patch", "clusterpolicies.nvidia.com/cluster-policy", "--type", "merge", "-p",
+                  '{"spec":{"devicePlugin":{"config":{"default":"a100-40gb"}}}}')
+    fails_as_the_mistake_at_once_and_once_settled(lab04)
 
 
 def test_the_solution_never_fails_as_the_mistake_at_once_and_passes_once_settled(lab04):
-    lab04.kubectl("label", "node", H100, "nvidia.com/device-plugin.config=default", "--overwrite")
+    """The H100 without the label and without a default: the operator's config-manager gives it the empty
+    config (FALLBACK_STRATEGIES=empty), whole GPUs."""
+    lab04.kubectl("label", "node", H100, "nvidia.com/device-plugin.config-")
+    lab04.kubectl("patch", "clusterpolicies.nvidia.com/cluster-policy", "--type", "merge", "-p",
+                  '{"spec":{"devicePlugin":{"config":{"default":null}}}}')
     at_once = check(lab04)
     assert at_once.passed or at_once.reason.startswith(NOT_SETTLED), at_once
     settle(lab04)

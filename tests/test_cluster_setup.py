@@ -77,17 +77,18 @@ def test_kubernetes_objects_validate_strictly_against_v1_36(relative):
 
 def test_gpu_operator_values_use_only_chart_keys_and_pin_the_components():
     values = documents("real/gpu-operator-values.yaml")[0]
-    merged = chart.values_for("v25.10.1", values)
-    defaults = chart.default_values("v25.10.1")
+    merged = chart.values_for("v26.7.0", values)
+    defaults = chart.default_values("v26.7.0")
     pins = {path: merged[path[0]][path[1]] for path in [("driver", "version"), ("toolkit", "version"),
                                                          ("devicePlugin", "version"), ("gfd", "version"),
                                                          ("migManager", "version")]}
-    assert pins == {("driver", "version"): "580.105.08", ("toolkit", "version"): "v1.18.1",
-                    ("devicePlugin", "version"): "v0.18.1", ("gfd", "version"): "v0.18.1",
-                    ("migManager", "version"): "v0.13.1"}
-    assert all(values[block]["version"] == defaults[block]["version"] for block, _ in pins)   # written out, all of them
+    assert pins == {("driver", "version"): "580.105.08", ("toolkit", "version"): "v1.20.0",
+                    ("devicePlugin", "version"): "v0.20.0", ("gfd", "version"): "v0.20.0",
+                    ("migManager", "version"): "v0.15.0"}
+    # written out, all of them: the chart's own but for the driver, which is the course's R580 pin
+    assert all(values[block]["version"] == defaults[block]["version"] for block, _ in pins if block != "driver")
     with pytest.raises(chart.ChartError, match='unknown value "drivr.version"'):
-        chart.values_for("v25.10.1", {"drivr": {"version": "1"}})
+        chart.values_for("v26.7.0", {"drivr": {"version": "1"}})
 
 
 def test_zero_to_jupyterhub_values_match_the_chart_schema():

@@ -36,7 +36,7 @@ VENV_BIN = Path(sys.executable).parent
 MISTAKES = {
     "lab01-gpu-operator": {
         "unpinned": ({"operator_pinned_answer": (
-            "!gpulab install gpu-operator -n gpu-operator --version=v25.10.1\n"
+            "!gpulab install gpu-operator -n gpu-operator --version=v26.7.0\n"
             "gpulab.wait_for(gpulab.conditions.clusterpolicy_ready(), timeout=300)")}, {"operator_pinned_test"}),
     },
     "lab03-h100-pod": {

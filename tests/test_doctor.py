@@ -15,7 +15,7 @@ import pytest
 
 from gpulab.setup import doctor
 
-INSTALL = "gpulab install gpu-operator --version v25.10.1 --set driver.version=580.105.08"
+INSTALL = "gpulab install gpu-operator --version v26.7.0 --set driver.version=580.105.08"
 
 
 def run(cluster, *args: str):
@@ -62,7 +62,7 @@ def test_after_install_everything_is_present(cluster):
     assert proc.returncode == 0, run(cluster).stdout
     got = findings(proc)
     assert got[(None, "ClusterPolicy")]["detail"] == (
-        "cluster-policy: ready (driver 580.105.08, toolkit v1.18.1, device plugin v0.18.1, mig.strategy single)")
+        "cluster-policy: ready (driver 595.91.07, toolkit v1.20.0, device plugin v0.20.0, mig.strategy single)")
     assert got[(None, "GPU Operator")]["detail"] == "Deployment gpu-operator/gpu-operator: 1/1 ready"
     assert got[(None, "GPU stack emulation")]["detail"] == \
         "running (Lease kube-system/gpulab-gpustack held by embedded)"
@@ -150,4 +150,4 @@ def test_mixed_mig_resources_are_listed():
 def test_install_commands_pin_the_chart_and_driver():
     assert doctor.install_command(True, "/k") == f"{INSTALL} --kubeconfig /k"
     assert doctor.install_command(False, None).endswith(
-        "nvidia/gpu-operator --version=v25.10.1 -f cluster-setup/real/gpu-operator-values.yaml")
+        "nvidia/gpu-operator --version=v26.7.0 -f cluster-setup/real/gpu-operator-values.yaml")

@@ -42,7 +42,9 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def installed(cluster):
-    out = cluster.gpulab("install", "gpu-operator", timeout=180)
+    # The course's default chart with the driver pinned to 580.105.08, whose real nvidia-smi output the tests
+    # compare with (the chart's own default is 595.91.07).
+    out = cluster.gpulab("install", "gpu-operator", "--set", "driver.version=580.105.08", timeout=180)
     return out
 
 
@@ -208,6 +210,68 @@ data:
 """
 
 
+def per_pool_config(replicas_by_key: dict[str, int]) -> str:
+    """ConfigMap ``per-pool-config`` in the operator's namespace: a time-slicing entry per key, with its replicas."""
+    data = {key: json.dumps({"version": "v1", "sharing": {"timeSlicing": {"resources": [
+        {"name": "nvidia.com/gpu", "replicas": replicas}]}}}) for key, replicas in replicas_by_key.items()}
+    return json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "data": data,
+                       "metadata": {"name": "per-pool-config", "namespace": "gpu-operator"}})
+
+
+def settled(cluster) -> None:
+    from gpulab.learner.conditions import clusterpolicy_settled
+    from gpulab.learner.reader import ClusterReader
+
+    wait_for(lambda: clusterpolicy_settled(ClusterReader(cluster.client()))[0], timeout=120,
+             what="the GPU stack to settle")
+
+
+def config_manager_init_log(cluster, node_name: str) -> list[str]:
+    """What the running device plugin pod's config-manager-init wrote on ``node_name``, past klog's header."""
+    pods = json.loads(cluster.kubectl("get", "pods", "-n", "gpu-operator", "-l", "app=nvidia-device-plugin-daemonset",
+                                      "--field-selector", f"spec.nodeName={node_name},status.phase=Running",
+                                      "-o", "json").stdout)["items"]
+    if len(pods) != 1 or not any(c["name"] == "config-manager-init" for c in pods[0]["spec"]["initContainers"]):
+        return []
+    log = cluster.kubectl("logs", "-n", "gpu-operator", pods[0]["metadata"]["name"], "-c", "config-manager-init",
+                          check=False).stdout
+    return [line.split("] ", 1)[1] for line in log.splitlines()]
+
+
+def test_an_unlabelled_node_keeps_whole_gpus_whatever_keys_the_config_has(cluster, installed):
+    """Under the operator config-manager falls back to the empty config only (gpu-operator object_controls.go
+    sets FALLBACK_STRATEGIES=empty): a node without the label, with no devicePlugin.config.default, keeps whole
+    GPUs although the ConfigMap's only key time-slices, and although a key is called `default`."""
+    wait_for(lambda: allocatable(cluster, H100_NODE) == "8", timeout=90, what="H100 capacity")
+    apply(cluster, per_pool_config({"a100-40gb": 4}))
+    cluster.kubectl("label", "node", A100_NODE, "nvidia.com/device-plugin.config=a100-40gb")
+    try:
+        cluster.kubectl("patch", "clusterpolicies.nvidia.com/cluster-policy", "--type", "merge",
+                        "-p", '{"spec":{"devicePlugin":{"config":{"name":"per-pool-config"}}}}')
+        fallback = ["Waiting for change to 'nvidia.com/device-plugin.config' label",
+                    "Label change detected: nvidia.com/device-plugin.config=",
+                    "No value set and no default set. Attempting fallback strategies: [empty]",
+                    "Falling back to an empty configuration", "Updating to empty config",
+                    "Successfully updated to empty config"]
+        assert wait_for(lambda: config_manager_init_log(cluster, H100_NODE), timeout=120,
+                        what="the H100's config-manager-init") == fallback
+        wait_for(lambda: allocatable(cluster, A100_NODE) == "16", timeout=90, what="the A100 time-sliced")
+        settled(cluster)
+        assert allocatable(cluster, H100_NODE) == "8"
+        assert node(cluster, H100_NODE)["metadata"]["labels"]["nvidia.com/gpu.sharing-strategy"] == "none"
+
+        apply(cluster, per_pool_config({"a100-40gb": 4, "default": 2}))  # a key called `default` is not picked either
+        cluster.kubectl("rollout", "restart", "-n", "gpu-operator", "daemonset/nvidia-device-plugin-daemonset")
+        cluster.kubectl("rollout", "status", "-n", "gpu-operator", "daemonset/nvidia-device-plugin-daemonset",
+                        "--timeout=120s")
+        assert wait_for(lambda: config_manager_init_log(cluster, H100_NODE), timeout=60,
+                        what="the H100's config-manager-init") == fallback
+        settled(cluster)
+        assert allocatable(cluster, H100_NODE) == "8" and allocatable(cluster, A100_NODE) == "16"
+    finally:
+        cluster.kubectl("label", "node", A100_NODE, "nvidia.com/device-plugin.config-")
+
+
 def test_time_slicing_with_four_replicas(cluster, installed):
     wait_for(lambda: allocatable(cluster, H100_NODE) == "8", timeout=90, what="H100 capacity")
     use_time_slicing(cluster)
@@ -278,6 +342,25 @@ def test_config_edits_need_a_rollout_restart_and_the_node_label_picks_a_config(c
     wait_for(lambda: allocatable(cluster, H100_NODE) == "16", timeout=90, what="the edited config after restart")
 
 
+def test_an_upgrade_puts_back_what_kubectl_patch_changed_and_keeps_the_releases_values(cluster, installed):
+    """The ClusterPolicy is the release's: an upgrade renders it from the chart and the release's values and writes
+    it back whole (helm pkg/kube/client.go: a custom resource is merge-patched into the rendered one), so the
+    devicePlugin.config the earlier tests set with kubectl patch goes, even with --reuse-values; set as a value of
+    the release, it stays."""
+    def plugin_config():
+        return json.loads(cluster.kubectl("get", "clusterpolicy", "cluster-policy", "-o", "json").stdout)[
+            "spec"]["devicePlugin"].get("config")
+
+    use_time_slicing(cluster)                                    # kubectl patch
+    assert plugin_config() == {"name": "time-slicing-config", "default": "any"}
+    cluster.gpulab("upgrade", "gpu-operator", "--reuse-values", "--no-wait", timeout=180)
+    assert plugin_config() is None
+    cluster.gpulab("upgrade", "gpu-operator", "--reuse-values", "--no-wait", "--set",
+                   "devicePlugin.config.name=time-slicing-config", timeout=180)
+    cluster.gpulab("upgrade", "gpu-operator", "--reuse-values", "--no-wait", timeout=180)
+    assert plugin_config() == {"name": "time-slicing-config", "default": ""}
+
+
 def test_install_errors_are_helms(cluster, installed):
     again = cluster.gpulab("install", "gpu-operator", check=False)
     assert again.returncode == 1
@@ -302,7 +385,7 @@ def test_nfd_worker_publishes_one_nodefeature_per_node_and_the_labels_are_its(cl
                          what="a NodeFeature for each node with an nfd-worker")
     h100 = published[H100_NODE]
     assert h100["metadata"]["labels"] == {"nfd.node.kubernetes.io/node-name": H100_NODE}
-    assert h100["metadata"]["annotations"] == {"nfd.node.kubernetes.io/worker.version": "v0.18.2"}
+    assert h100["metadata"]["annotations"] == {"nfd.node.kubernetes.io/worker.version": "v0.19.0"}
     worker = on[H100_NODE]["metadata"]
     assert h100["metadata"]["ownerReferences"] == [
         {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "gpu-operator-node-feature-discovery-worker",

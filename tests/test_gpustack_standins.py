@@ -145,7 +145,7 @@ def test_on_kind_the_stack_runs_stand_in_images_and_still_becomes_ready(tmp_path
         assert {k: labels[k] for k in ("nvidia.com/gpu.product", "nvidia.com/gpu.count",
                                        "nvidia.com/cuda.driver-version.full")} == {
             "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8",
-            "nvidia.com/cuda.driver-version.full": "580.105.08"}
+            "nvidia.com/cuda.driver-version.full": "595.91.07"}
     finally:
         gpulab("kind", "down", path=path, home=home)
         stop_stand_in(tmp_path, home)

@@ -162,7 +162,7 @@ def test_kind_up_annotates_gpu_nodes_and_the_emulation_drives_the_cluster_by_kub
         operator = next(f for f in report["findings"] if f["subject"] == "GPU Operator")
         assert operator["next"].startswith("helm repo add nvidia https://helm.ngc.nvidia.com/nvidia && helm repo "
                                            "update && helm install --wait --generate-name -n gpu-operator "
-                                           "--create-namespace nvidia/gpu-operator --version=v25.10.1 -f "
+                                           "--create-namespace nvidia/gpu-operator --version=v26.7.0 -f "
                                            "cluster-setup/real/gpu-operator-values.yaml")
 
         up = gpulab("kind", "up", path=path, home=home, check=True, extra=fast)

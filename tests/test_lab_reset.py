@@ -14,7 +14,7 @@ from gpulab.learner import connection
 LAB03_CHANGES = [
     "delete every object in the cluster and start it afresh",
     "install the GPU Operator: helm install --wait gpu-operator nvidia/gpu-operator -n gpu-operator "
-    "--create-namespace --version=v25.10.1 --set driver.version=580.105.08",
+    "--create-namespace --version=v26.7.0 --set driver.version=580.105.08",
     "label each GPU node pool=<its GPU family> (pool=h100, pool=a100)",
     "taint each GPU node nvidia.com/gpu=true:NoSchedule",
     "create pod/stuck-worker in namespace default (it stays Pending)",
@@ -107,7 +107,7 @@ def test_reset_lab03_builds_its_starting_state_with_the_real_gpu_stack(cluster, 
     assert labs.reset("lab03", quiet=True) == cluster.kubeconfig
     api = cluster.client()
     for check_id, answer in (("lab01.operator_pinned", None), ("lab02.pools_labelled", None),
-                             ("lab02.gpu_nodes_tainted", None), ("lab03.pending_reason", "a")):
+                             ("lab02.gpu_nodes_tainted", None), ("lab03.pending_reason", "c")):
         result = checks.run(check_id, checks.NO_ANSWER if answer is None else answer, client=api)
         assert result.passed, result
     assert checks.run("lab03.infer_worker_running", client=api).reason == \

@@ -209,14 +209,16 @@ def test_the_quoted_outputs_are_the_narratives_words():
     kept = {path.stem: "".join(o.get("text", "") for c in nbformat.read(path, as_version=4).cells
                                if checks_output(c) for o in c.outputs) for path in COURSE}
     for module, words in {
-        "01-gpu-operator": ["580.105.08", "NVIDIA-H100-80GB-HBM3   8", "126", "NVIDIA H100 80GB HBM3, 580.105.08, 81559 MiB"],
+        "01-gpu-operator": ["580.105.08", "NVIDIA-H100-80GB-HBM3   8", "595.91.07",
+                            "NVIDIA H100 80GB HBM3, 580.105.08, 81559 MiB"],
         "02-node-pools": ["gpulab-worker2", "node/gpulab-worker2 tainted", "untolerated taint",
                           "GPU   DCGM_FI_DEV_GPU_UTIL   DCGM_FI_DEV_FB_USED\n0     0                      0"],
         "03-h100-pod": ["pod/infer-worker created", "didn't match Pod's node affinity/selector",
                         "pod/infer-worker condition met", "Insufficient nvidia.com/gpu", "must be an integer"],
         "04a-mig": ["GPU   PROFILE   INSTANCE   DCGM_FI_DEV_FB_USED   DCGM_FI_DEV_FB_FREE", "1g.10gb", "mig-worker"],
         "04b-time-slicing": ["NVIDIA-A100-SXM4-40GB-SHARED", "NVIDIA A100-SXM4-40GB, 100 %, 12288 MiB, 40960 MiB",
-                             "100                    12288"],
+                             "100                    12288", "gpulab-worker2   8      none",
+                             "Attempting fallback strategies: [empty]"],
         "05-gang-scheduling": ["Complete", "podgroups                      scheduling.k8s.io/v1beta1",
                                "PodGroupInitiallyScheduled   True"],
         "06-dra": ["cannot allocate all claims", "CEL runtime error", "no such key: memory"],

@@ -1,6 +1,6 @@
 """The GPU Operator chart's CRDs as kubectl and the official client see them: schemas, pruning, CEL rules.
 
-``gpulab install gpu-operator`` creates the CRDs of NVIDIA's chart v26.3.3 (and its node-feature-discovery
+``gpulab install gpu-operator`` creates the CRDs of NVIDIA's chart v26.7.0 (and its node-feature-discovery
 sub-chart) with their complete schemas; the embedded apiserver publishes them (``kubectl explain``), prunes
 and warns about undeclared fields, and evaluates their ``x-kubernetes-validations`` rules with
 apiextensions-apiserver's messages.
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.xdist_group("operator-crds")
 
 CHART_CRDS = {"clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com", "nodefeatures.nfd.k8s-sigs.io",
               "nodefeaturerules.nfd.k8s-sigs.io", "nodefeaturegroups.nfd.k8s-sigs.io"}
-# spec.driver of ClusterPolicy in NVIDIA/gpu-operator v26.3.3 deployments/gpu-operator/crds/.
+# spec.driver of ClusterPolicy in NVIDIA/gpu-operator v26.7.0 deployments/gpu-operator/crds/.
 DRIVER_FIELDS = ["args", "certConfig", "enabled", "env", "hostNetwork", "image", "imagePullPolicy",
                  "imagePullSecrets", "kernelModuleConfig", "kernelModuleType", "licensingConfig", "livenessProbe",
                  "manager", "rdma", "readinessProbe", "repoConfig", "repository", "resources", "secretEnv",
@@ -90,7 +90,7 @@ def test_install_creates_every_crd_of_the_chart_with_its_schema(installed):
         "default": "auto", "description": driver["properties"]["kernelModuleType"]["description"],
         "enum": ["auto", "open", "proprietary"], "type": "string"}
     nd = by_name["nvidiadrivers.nvidia.com"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-    assert nd["required"] == ["driverType", "image"]
+    assert nd["required"] == ["default", "driverType", "image"]
     assert nd["properties"]["driverType"]["x-kubernetes-validations"][0]["rule"] == "self == oldSelf"
     scopes = {n: by_name[n]["spec"]["scope"] for n in CHART_CRDS}
     assert scopes == {"clusterpolicies.nvidia.com": "Cluster", "nvidiadrivers.nvidia.com": "Cluster",
@@ -162,6 +162,26 @@ def test_nvidiadriver_type_is_immutable_with_nvidias_message(installed):
     assert proc.stderr.strip() == (
         'The NVIDIADriver "demo" is invalid: spec.usePrecompiled: Invalid value: "boolean": usePrecompiled is an '
         "immutable field. Please create a new NvidiaDriver resource instead when you want to change this setting.")
+
+
+def test_one_default_nvidiadriver_serves_the_nodes_no_other_selects(installed):
+    """v26.7.0's NVIDIADriver ``spec.default``: the driver for every GPU node no other NVIDIADriver's nodeSelector
+    matches, so it may not have a nodeSelector itself (the CRD's CEL rule, NVIDIA's message); ``kubectl get``
+    shows it in the Default column."""
+    pool = NVIDIA_DRIVER.replace("name: demo", "name: h100-pool").replace(
+        "spec: {", "spec: {nodeSelector: {nvidia.com/gpu.family: hopper}, ")
+    installed.kubectl("apply", "-f", "-", input=pool)
+    fallback = NVIDIA_DRIVER.replace("name: demo", "name: everyone-else").replace("spec: {", "spec: {default: true, ")
+    installed.kubectl("apply", "-f", "-", input=fallback)
+    rows = installed.kubectl("get", "nvidiadrivers", "h100-pool", "everyone-else").stdout.splitlines()
+    assert rows[0].split() == ["NAME", "STATUS", "DEFAULT", "AGE"]
+    assert [row.split()[:2] for row in rows[1:]] == [["h100-pool", "false"], ["everyone-else", "true"]]
+    refused = installed.kubectl("apply", "-f", "-", check=False, input=fallback.replace(
+        "spec: {", "spec: {nodeSelector: {nvidia.com/gpu.family: ampere}, "))
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == ('The NVIDIADriver "everyone-else" is invalid: spec: Invalid value: "object": '
+                                      "default NVIDIADriver must not use nodeSelector")
+    installed.kubectl("delete", "nvidiadriver", "h100-pool", "everyone-else")
 
 
 def test_rule_messages_reasons_and_field_paths(rules_crd):

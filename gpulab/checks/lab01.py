@@ -1,10 +1,10 @@
 """Lab 01, the GPU Operator: installed with the driver pinned, and what it makes the nodes advertise.
 
 "Pinned" means the learner asked for the driver version, not that the
-ClusterPolicy happens to carry it: the chart's default driver for v25.10.1
-*is* 580.105.08, so an install without ``--set driver.version`` runs it today
-and silently moves to the next chart's driver on the next upgrade, under
-running GPU pods. What the learner asked for is the Helm release's
+ClusterPolicy happens to carry it: a chart whose default driver is 580.105.08
+(v25.10.1's) runs it without ``--set driver.version`` today and silently moves
+to the next chart's driver on the next upgrade, under running GPU pods (the
+course's chart, v26.7.0, defaults to 595.91.07). What the learner asked for is the Helm release's
 user-supplied values (``helm get values RELEASE``), which Helm stores in the
 release's Secret (pkg/storage/driver/secrets.go: type ``helm.sh/release.v1``,
 labels ``owner=helm``, ``status``; ``data.release`` the base64 of the gzipped

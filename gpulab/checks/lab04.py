@@ -45,6 +45,15 @@ def _no_family(wanted: str) -> Result:
                   "this lab starts with the GPU Operator installed: `gpulab lab reset lab04-sharing`")
 
 
+def _only_the_a100(entry: str) -> str:
+    """The hint when the H100 is shared too. Under the GPU Operator config-manager falls back to the empty config
+    (FALLBACK_STRATEGIES=empty), so only the label or devicePlugin.config.default can share an unlabelled node."""
+    return ("an entry applies to the nodes whose nvidia.com/device-plugin.config label names it, and the "
+            "ClusterPolicy's devicePlugin.config.default, when set, to every other node; without one, those nodes "
+            f"keep whole GPUs (an entry called `default` is not picked by itself): select the {entry} entry on the "
+            "A100 node alone, and leave devicePlugin.config.default unset or naming an entry that does not share")
+
+
 def _time_sliced(node: dict) -> list[str]:
     """What shows that a node's GPUs are time-sliced (empty when they are whole): GFD's labels, the resources."""
     node_labels = labels(node)
@@ -88,9 +97,7 @@ def timeslicing_a100(cluster) -> Result:
         if signs:
             return failed(f"the H100 node {name(node)} is time-sliced too ({', '.join(signs)}); the exercise "
                           "time-slices the A100 node only and leaves the H100's GPUs whole",
-                          "a config's entry applies to the nodes whose nvidia.com/device-plugin.config label names "
-                          "it, and the ClusterPolicy's devicePlugin.config.default to every other node: give the "
-                          "time-slicing entry to the A100 node alone")
+                          _only_the_a100("time-slicing"))
     summary = ", ".join(f"{name(n)} {allocatable(n)} {GPU} ({labels(n).get(PRODUCT)})" for n in nodes)
     whole = ", ".join(f"{name(n)} {labels(n).get(COUNT)} whole GPUs" for n in nodes_of_family(all_nodes, "h100"))
     return passed(f"A100 time-sliced {TIME_SLICES} ways: {summary}" + (f"; H100 untouched: {whole}" if whole else ""))
@@ -316,8 +323,7 @@ def mps_a100(cluster) -> Result:
         if signs:
             return failed(f"the H100 node {name(node)} is shared too ({', '.join(signs)}); the exercise shares the "
                           "A100 node only and leaves the H100's GPUs unshared",
-                          "the ClusterPolicy's devicePlugin.config.default (or the `default` entry) applies to every "
-                          "node without a nvidia.com/device-plugin.config label: keep it without sharing")
+                          _only_the_a100("MPS"))
     summary = ", ".join(f"{name(n)} {allocatable(n)} {GPU} ({labels(n).get(PRODUCT)})" for n in nodes)
     unshared = ", ".join(name(n) for n in nodes_of_family(all_nodes, "h100"))
     return passed(f"A100 shared with MPS {MPS_REPLICAS} ways: {summary}"
@@ -332,8 +338,9 @@ CHOOSE_STRATEGY = {
     "p99_budget_ms": 8.0,
     "question": ("One team runs 8 copies of the same small inference server on one A100 40GB. Each needs 4 GiB of "
                  "GPU memory, all 8 are busy all day, each must keep its p99 under 8 ms, and the team accepts that "
-                 "a crash of one server may take the others down with it. Do you share the GPU with MIG, "
-                 "time-slicing or MPS (8 replicas)? Answer 'MIG', 'time-slicing' or 'MPS'."),
+                 "a crash of one server may take the others down with it and that the device plugin still calls "
+                 "its MPS support experimental. Do you share the GPU with MIG, time-slicing or MPS (8 replicas)? "
+                 "Answer 'MIG', 'time-slicing' or 'MPS'."),
 }
 STRATEGY_CHOICES = {**SHARING_CHOICES, "mps": ("MPS", "multi-process service", "cuda mps", "nvidia mps",
                                                "multi process service", "cuda multi-process service")}
@@ -396,4 +403,5 @@ def choose_strategy(cluster, answer) -> Result:
     s = CHOOSE_STRATEGY
     return passed(f"right: MPS runs the {s['servers']} servers' kernels at the same time (p99 about "
                   f"{_mps_p99():.1f} ms in the latency model), each capped at {_mps_share_mib()} MiB "
-                  f"and {device_plugin_thread_percentage(s['servers'])} % of the threads, and the team accepts that they share faults")
+                  f"and {device_plugin_thread_percentage(s['servers'])} % of the threads, and the team accepts that they share faults "
+                  "and that the device plugin's MPS support is experimental")

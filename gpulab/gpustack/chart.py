@@ -1,7 +1,7 @@
 """The gpu-operator Helm chart: its default values, ``--set`` overrides and the ClusterPolicy it renders.
 
 Learners install the operator with ``helm install ... nvidia/gpu-operator --version
-v25.10.1 --set driver.version=...``; the emulation has no Helm, so this module
+v26.7.0 --set driver.version=...``; the emulation has no Helm, so this module
 plays the three parts of it that matter:
 
 * ``default_values(version)``: the chart's ``values.yaml`` for each chart version
@@ -39,8 +39,8 @@ import yaml
 
 CHART_NAME = "gpu-operator"
 CHART_REPOSITORY_URL = "https://helm.ngc.nvidia.com/nvidia"
-KNOWN_VERSIONS = ("v25.10.1", "v26.3.3")
-DEFAULT_VERSION = "v25.10.1"
+KNOWN_VERSIONS = ("v25.10.1", "v26.3.3", "v26.7.0")
+DEFAULT_VERSION = "v26.7.0"     # the supported release (NVIDIA's life cycle: 26.3.x deprecated, 25.10.x ended)
 
 # Subtrees whose content the chart passes through verbatim (toYaml): any key is valid below them.
 _FREE_FORM = frozenset({
@@ -85,13 +85,18 @@ def normalise_version(version: str | None) -> str:
     return canonical
 
 
+def _release_key(version: str) -> tuple[int, ...]:
+    """``v26.7.0`` -> ``(26, 7, 0)``: chart versions compare as calendar versions."""
+    return tuple(int(part) for part in version.lstrip("v").split("."))
+
+
 @cache
 def _defaults(version: str) -> dict[str, Any]:
     return yaml.safe_load(_data_text(f"gpu-operator-values-{version}.yaml"))
 
 
 def default_values(version: str | None = None) -> dict[str, Any]:
-    """A fresh copy of the chart's ``values.yaml`` for ``version`` (default v25.10.1)."""
+    """A fresh copy of the chart's ``values.yaml`` for ``version`` (default: :data:`DEFAULT_VERSION`)."""
     return copy.deepcopy(_defaults(normalise_version(version)))
 
 
@@ -282,7 +287,22 @@ def values_for(version: str | None = None, overrides: dict[str, Any] | None = No
     canonical = normalise_version(version)
     overrides = overrides or {}
     _check_known(overrides, _defaults(canonical), canonical)
-    return _coalesce(_defaults(canonical), overrides)
+    values = _coalesce(_defaults(canonical), overrides)
+    _refuse_other_custom_resources(values, canonical)
+    return values
+
+
+def _refuse_other_custom_resources(values: dict[str, Any], version: str) -> None:
+    """From v26.7.0 the chart renders the ClusterPolicy only with ``clusterPolicy.deployCR`` and can render a
+    GPUCluster instead (``gpuCluster.deployCR``, Technology Preview; templates/validations.yaml refuses both at
+    once). The emulation runs a ClusterPolicy only, so it refuses what would leave none."""
+    if (values.get("gpuCluster") or {}).get("deployCR"):
+        raise ChartError(f"gpuCluster.deployCR=true: chart {CHART_NAME} {version} would deploy a GPUCluster "
+                         "(nvidia.com/v1alpha1, Technology Preview), which gpulab does not emulate; keep the "
+                         "ClusterPolicy (clusterPolicy.deployCR=true)")
+    if (values.get("clusterPolicy") or {}).get("deployCR") is False:
+        raise ChartError(f"clusterPolicy.deployCR=false: chart {CHART_NAME} {version} would deploy no "
+                         "ClusterPolicy, and gpulab emulates the operator through its ClusterPolicy only")
 
 
 # --- templates/clusterpolicy.yaml -----------------------------------------------------------
@@ -300,6 +320,10 @@ _APP_VERSION_DEFAULTED = ("validator", "nodeStatusExporter")  # version: {{ .x.v
 _GUARDED_SUB_BLOCKS = {("driver", "manager"), ("vgpuManager", "driverManager"), ("vfioManager", "driverManager")}
 # Keys a block has in values.yaml that the template never writes.
 _NOT_RENDERED = {("devicePlugin", "mps")}
+# From v26.7.0 a driver managed through NVIDIADriver objects keeps only these keys in the ClusterPolicy (the rest
+# of templates/clusterpolicy.yaml's driver block sits in ``{{- if not .Values.driver.nvidiaDriverCRD.enabled }}``).
+_DRIVER_KEYS_WITH_NVIDIADRIVER = ("enabled", "useNvidiaDriverCRD", "upgradePolicy", "hostNetwork")
+_DRIVER_KEYS_GUARDED_FROM = "v26.7.0"
 
 
 def _rendered(block: dict[str, Any]) -> dict[str, Any]:
@@ -383,6 +407,8 @@ def cluster_policy(values: dict[str, Any], *, version: str | None = None,
         if name == "driver":
             crd = block.pop("nvidiaDriverCRD", {})
             block["useNvidiaDriverCRD"] = bool(crd.get("enabled", False))
+            if block["useNvidiaDriverCRD"] and _release_key(canonical) >= _release_key(_DRIVER_KEYS_GUARDED_FROM):
+                block = {key: value for key, value in block.items() if key in _DRIVER_KEYS_WITH_NVIDIADRIVER}
         if name in ("devicePlugin", "migManager", "vgpuDeviceManager"):
             default_name = "default-mig-parted-config" if name == "migManager" else None
             reference = _config_ref(values[name].get("config"), default_name=default_name)

@@ -44,7 +44,7 @@ def _common(p: argparse.ArgumentParser, *, chart: bool) -> None:
 
 
 def _chart_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--version", help="chart version (default: v25.10.1; known: v25.10.1, v26.3.3)")
+    p.add_argument("--version", help="chart version (default: v26.7.0; known: v25.10.1, v26.3.3, v26.7.0)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="set a chart value, as helm --set (repeatable)")
     p.add_argument("--no-wait", dest="wait", action="store_false",

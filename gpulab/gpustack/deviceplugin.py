@@ -4,10 +4,13 @@ NVIDIA/k8s-device-plugin as the GPU Operator runs it:
 
 * ``cmd/config-manager`` (``updateConfigName``): the config named by the node
   label ``nvidia.com/device-plugin.config``, else ``DEFAULT_CONFIG``, else the
-  fallback strategies in order (the operator sets ``named,single``: a config
-  called ``default``, then the only one). A choice that fails (``specified
-  config X does not exist``, ``no config was set, no default was provided, and
-  all fallbacks failed``, ...) makes config-manager exit 1: as the init
+  fallback strategies in order. The operator sets ``FALLBACK_STRATEGIES=empty``
+  (gpu-operator ``transformConfigManagerInitContainer`` and the sidecar's
+  transform), so an unlabelled node with no ``devicePlugin.config.default``
+  gets the empty config: whole GPUs, whatever keys the ConfigMap holds (the
+  standalone chart's ``named,single``, a key called ``default`` and then the
+  only key, does not apply). A choice that fails (``specified config X does
+  not exist``, ...) makes config-manager exit 1: as the init
   container at pod start the plugin never starts (``Init:CrashLoopBackOff``);
   as the sidecar on a later label change it crash-loops while the plugin keeps
   the config it loaded. The init container links the file out of the ConfigMap
@@ -34,7 +37,7 @@ from .sharing import NO_SHARING, DevicePluginConfig, DevicePluginConfigError, ad
 
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
 FALLBACK_CONFIG_NAME = "default"               # NamedConfigFallback
-FALLBACK_STRATEGIES = ("named", "single")       # the operator's FALLBACK_STRATEGIES=named,single
+FALLBACK_STRATEGIES = ("empty",)                # the operator's FALLBACK_STRATEGIES=empty
 # pkg/kubelet/cm/devicemanager/endpoint.go endpointStopGracePeriod; overridable so tests need not wait 5 minutes.
 ENDPOINT_STOP_GRACE_SECONDS = float(os.environ.get("GPULAB_DEVICE_PLUGIN_STOP_GRACE", "300"))
 

@@ -44,8 +44,9 @@ UPGRADE_FAILED = "upgrade-failed"
 IN_PROGRESS = (CORDON_REQUIRED, WAIT_FOR_JOBS_REQUIRED, POD_DELETION_REQUIRED, DRAIN_REQUIRED,
                POD_RESTART_REQUIRED, VALIDATION_REQUIRED, UNCORDON_REQUIRED)
 
-# driver branch -> CUDA version of the driver API (CUDA Toolkit release notes, Table 3).
-_CUDA_BY_BRANCH = ((590, "13.1"), (580, "13.0"), (575, "12.9"), (570, "12.8"), (565, "12.7"), (560, "12.6"),
+# driver branch -> CUDA version of the driver API (CUDA Toolkit release notes, Table 3: CUDA 13.3 GA needs
+# >= 610.43.02, 13.2 GA >= 595.45.04, 13.1 GA >= 590.44.01).
+_CUDA_BY_BRANCH = ((610, "13.3"), (595, "13.2"), (590, "13.1"), (580, "13.0"), (575, "12.9"), (570, "12.8"), (565, "12.7"), (560, "12.6"),
                    (555, "12.5"), (550, "12.4"), (545, "12.3"), (535, "12.2"), (530, "12.1"), (525, "12.0"),
                    (520, "11.8"), (515, "11.7"), (510, "11.6"), (495, "11.5"), (470, "11.4"))
 

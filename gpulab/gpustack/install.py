@@ -52,7 +52,7 @@ DEFAULT_RELEASE = "gpu-operator"
 DEFAULT_NAMESPACE = "gpu-operator"
 NFD_IMAGE = "registry.k8s.io/nfd/node-feature-discovery"
 # The node-feature-discovery sub-chart each gpu-operator chart pins (Chart.yaml dependencies).
-NFD_VERSIONS = {"v25.10.1": "v0.18.2", "v26.3.3": "v0.18.3"}
+NFD_VERSIONS = {"v25.10.1": "v0.18.2", "v26.3.3": "v0.18.3", "v26.7.0": "v0.19.0"}
 CLUSTERROLES = kubeclient.Resource("rbac.authorization.k8s.io/v1", "clusterroles", namespaced=False)
 CLUSTERROLEBINDINGS = kubeclient.Resource("rbac.authorization.k8s.io/v1", "clusterrolebindings", namespaced=False)
 POST_DELETE_HOOK = {"helm.sh/hook": "post-delete", "helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded"}

@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import kubeclient
 from . import standins
-from .deviceplugin import CONFIG_LABEL
+from .deviceplugin import CONFIG_LABEL, FALLBACK_STRATEGIES
 from .mig import default_config_map
 from .mpsdaemon import HOST_ROOT
 from .operands import (MPS_CONTROL_DAEMON, NFD_OS_ID_LABEL, NFD_OS_VERSION_LABEL, OPERANDS, is_enabled,
@@ -161,7 +161,7 @@ def _config_manager_env(config: dict, *, oneshot: bool, signalled: str = "nvidia
     return [NODE_NAME_ENV] + _env({
         "ONESHOT": "true" if oneshot else "false", "KUBECONFIG": "", "NODE_LABEL": CONFIG_LABEL,
         "CONFIG_FILE_SRCDIR": "/available-configs", "CONFIG_FILE_DST": "/config/config.yaml",
-        "DEFAULT_CONFIG": config.get("default", ""), "FALLBACK_STRATEGIES": "named,single",
+        "DEFAULT_CONFIG": config.get("default", ""), "FALLBACK_STRATEGIES": ",".join(FALLBACK_STRATEGIES),
         "SEND_SIGNAL": "false" if oneshot else "true", "SIGNAL": "1", "PROCESS_TO_SIGNAL": signalled})
 
 

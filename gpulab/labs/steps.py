@@ -77,9 +77,11 @@ class GpuOperator:
     sets: tuple[str, ...] = ()
 
     def describe(self) -> str:
+        from ..gpustack.chart import DEFAULT_VERSION
+
         flags = "".join(f" --set {s}" for s in self.sets)
         return ("install the GPU Operator: helm install --wait gpu-operator nvidia/gpu-operator -n gpu-operator "
-                f"--create-namespace --version=v25.10.1{flags}")
+                f"--create-namespace --version={DEFAULT_VERSION}{flags}")
 
     def apply(self, api_client) -> None:
         from ..gpustack.install import install

@@ -27,6 +27,7 @@ from urllib3.exceptions import HTTPError
 from .. import kubeclient
 from ..kubeclient import ApiException
 from ..checks import gpus
+from ..checks.lab01 import PINNED_DRIVER
 from ..contract import GPU_COUNT_ANNOTATION, GPU_MODEL_ANNOTATION
 from ..gpustack import chart, operands
 from ..gpustack.operator import CLUSTERPOLICIES, daemonset_ready
@@ -65,8 +66,7 @@ class Report:
 
 
 def install_command(emulated: bool, kubeconfig: str | None) -> str:
-    version = chart.DEFAULT_VERSION
-    driver = chart.default_values(version)["driver"]["version"]
+    version, driver = chart.DEFAULT_VERSION, PINNED_DRIVER
     if emulated:
         target = f" --kubeconfig {kubeconfig}" if kubeconfig else ""
         return f"gpulab install gpu-operator --version {version} --set driver.version={driver}{target}"

@@ -11,6 +11,8 @@ TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedu
 @pytest.mark.parametrize("version, driver, plugin, toolkit, mig_manager", [
     ("v25.10.1", "580.105.08", "v0.18.1", "v1.18.1", "v0.13.1"),
     ("v26.3.3", "580.126.20", "v0.19.3", "v1.19.1", "v0.14.2"),
+    # NVIDIA's component matrix, v26.7.0 column (cloud-native-docs gpu-operator/life-cycle-policy.rst)
+    ("v26.7.0", "595.91.07", "v0.20.0", "v1.20.0", "v0.15.0"),
 ])
 def test_component_versions_per_chart(version, driver, plugin, toolkit, mig_manager):
     values = default_values(version)
@@ -64,15 +66,16 @@ def test_unknown_version_lists_known_ones():
     with pytest.raises(ChartError) as err:
         values_for("v24.9.0")
     assert str(err.value) == ('chart "gpu-operator" version "v24.9.0" not found in https://helm.ngc.nvidia.com/nvidia '
-                              "repository (known versions: v25.10.1, v26.3.3)")
+                              "repository (known versions: v25.10.1, v26.3.3, v26.7.0)")
     assert values_for("26.3.3")["driver"]["version"] == "580.126.20"
-    assert KNOWN_VERSIONS == ("v25.10.1", "v26.3.3")
+    assert KNOWN_VERSIONS == ("v25.10.1", "v26.3.3", "v26.7.0")
+    assert values_for()["driver"]["version"] == "595.91.07"      # the default release is v26.7.0
 
 
 def test_unknown_key_is_rejected_with_a_suggestion():
     with pytest.raises(ChartError) as err:
         values_for(None, parse_set(["drivr.version=1"]))
-    assert str(err.value) == ('unknown value "drivr.version": chart gpu-operator v25.10.1 has no such key in its '
+    assert str(err.value) == ('unknown value "drivr.version": chart gpu-operator v26.7.0 has no such key in its '
                               'values.yaml (Helm would silently ignore it; gpulab rejects it to catch typos); '
                               'did you mean "driver.version"?')
 
@@ -89,14 +92,14 @@ def test_cluster_policy_rendering():
     assert (policy["apiVersion"], policy["kind"], policy["metadata"]["name"]) == (
         "nvidia.com/v1", "ClusterPolicy", "cluster-policy")
     assert policy["metadata"]["labels"]["app.kubernetes.io/component"] == "gpu-operator"
-    assert policy["metadata"]["labels"]["helm.sh/chart"] == "gpu-operator-v25.10.1"
+    assert policy["metadata"]["labels"]["helm.sh/chart"] == "gpu-operator-v26.7.0"
     spec = policy["spec"]
     assert spec["mig"] == {"strategy": "single"}
-    assert spec["driver"]["version"] == "580.105.08" and spec["driver"]["enabled"] is True
+    assert spec["driver"]["version"] == "595.91.07" and spec["driver"]["enabled"] is True
     assert spec["migManager"]["config"] == {"name": "default-mig-parted-config", "default": "all-disabled"}
     assert spec["devicePlugin"]["config"] == {"name": "time-slicing-config", "default": "any"}
     assert spec["daemonsets"]["tolerations"] == [TOLERATION]
-    assert spec["validator"]["version"] == "v25.10.1"  # defaults to the chart's appVersion
+    assert spec["validator"]["version"] == "v26.7.0"  # defaults to the chart's appVersion
     assert "defaultRuntime" not in spec["operator"]
 
 
@@ -127,3 +130,27 @@ def test_crd_is_cluster_scoped_with_status_and_age_columns():
     assert schema["status"]["properties"]["state"]["enum"] == ["ignored", "ready", "notReady"]
     assert schema["spec"]["properties"]["mig"]["properties"]["strategy"]["enum"] == ["none", "single", "mixed"]
     assert schema["spec"]["properties"]["driver"]["properties"]["kernelModuleType"]["default"] == "auto"
+
+
+def test_from_v26_7_0_a_driver_managed_by_nvidiadriver_objects_keeps_only_its_upgrade_policy():
+    """templates/clusterpolicy.yaml v26.7.0 writes the driver's image, version and settings only without the
+    NVIDIADriver CRD; v26.3.3 writes them either way."""
+    sets = parse_set(["driver.nvidiaDriverCRD.enabled=true"])
+    spec = cluster_policy(values_for("v26.7.0", sets), version="v26.7.0")["spec"]
+    assert sorted(spec["driver"]) == ["enabled", "upgradePolicy", "useNvidiaDriverCRD"]
+    assert spec["driver"]["useNvidiaDriverCRD"] is True
+    older = cluster_policy(values_for("v26.3.3", sets), version="v26.3.3")["spec"]
+    assert older["driver"]["version"] == "580.126.20" and older["driver"]["useNvidiaDriverCRD"] is True
+
+
+@pytest.mark.parametrize("item, message", [
+    ("gpuCluster.deployCR=true", "gpuCluster.deployCR=true: chart gpu-operator v26.7.0 would deploy a GPUCluster "
+                                 "(nvidia.com/v1alpha1, Technology Preview), which gpulab does not emulate; keep the "
+                                 "ClusterPolicy (clusterPolicy.deployCR=true)"),
+    ("clusterPolicy.deployCR=false", "clusterPolicy.deployCR=false: chart gpu-operator v26.7.0 would deploy no "
+                                     "ClusterPolicy, and gpulab emulates the operator through its ClusterPolicy only"),
+])
+def test_a_release_without_a_cluster_policy_is_refused(item, message):
+    with pytest.raises(ChartError) as err:
+        values_for("v26.7.0", parse_set([item]))
+    assert str(err.value) == message

@@ -17,8 +17,13 @@ def test_label_then_default_then_fallbacks():
     assert choose_config("other", "any", available) == LoadedConfig("other", parse_config(MPS))
     assert choose_config(None, "any", available).name == "any"
     assert choose_config("", "any", available).name == "any"                     # an empty label is no label
-    assert choose_config(None, "", {"default": FOUR, "x": MPS}).name == "default"   # fallback "named"
-    assert choose_config(None, "", {"only": FOUR}).name == "only"                  # fallback "single"
+    # Under the operator (FALLBACK_STRATEGIES=empty) an unlabelled node without a default gets whole GPUs,
+    # neither the key called `default` nor the only key.
+    assert choose_config(None, "", {"default": FOUR, "x": MPS}) == LoadedConfig("", NO_SHARING)
+    assert choose_config(None, "", {"only": FOUR}) == LoadedConfig("", NO_SHARING)
+    # The standalone chart's named,single: the key called `default`, else the only key.
+    assert choose_config(None, "", {"default": FOUR, "x": MPS}, ("named", "single")).name == "default"
+    assert choose_config(None, "", {"only": FOUR}, ("named", "single")).name == "only"
     assert choose_config(None, "", available, ("named", "empty")) == LoadedConfig("", NO_SHARING)
     broken = choose_config("bad", "", {"bad": "version: v2\n"})
     assert broken.name == "bad" and broken.config == NO_SHARING and broken.error     # the plugin's error, not the choice's

@@ -3,6 +3,7 @@ from gpulab.gpustack.driver import UpgradePolicy, cuda_version, event_message, i
 
 
 def test_cuda_version_of_driver_branches():
+    assert cuda_version("610.57.04") == "13.3" and cuda_version("595.91.07") == "13.2"   # v26.7.0's matrix
     assert cuda_version("580.105.08") == "13.0"
     assert cuda_version("570.172.08") == "12.8"
     assert cuda_version("550.163.01") == "12.4"

@@ -29,7 +29,7 @@ def test_default_operands_and_their_placement():
     assert mps["hostPID"] is True and mps["serviceAccountName"] == "nvidia-device-plugin"
     assert [c["name"] for c in mps["initContainers"]] == ["toolkit-validation", "mps-control-daemon-mounts"]
     assert [(c["name"], c["image"]) for c in mps["containers"]] == [
-        ("mps-control-daemon-ctr", "nvcr.io/nvidia/k8s-device-plugin:v0.18.1")]
+        ("mps-control-daemon-ctr", "nvcr.io/nvidia/k8s-device-plugin:v0.20.0")]
     plugin = daemonsets["nvidia-device-plugin-daemonset"]
     pod = plugin["spec"]["template"]["spec"]
     assert plugin["metadata"]["labels"] == {"app": "nvidia-device-plugin-daemonset"}
@@ -37,11 +37,11 @@ def test_default_operands_and_their_placement():
     assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert pod["priorityClassName"] == "system-node-critical"
     assert [c["name"] for c in pod["containers"]] == ["nvidia-device-plugin"]
-    assert pod["containers"][0]["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.18.1"
+    assert pod["containers"][0]["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
     driver = daemonsets["nvidia-driver-daemonset"]["spec"]["template"]["spec"]
-    assert driver["containers"][0]["image"] == "nvcr.io/nvidia/driver:580.105.08-ubuntu22.04"
+    assert driver["containers"][0]["image"] == "nvcr.io/nvidia/driver:595.91.07-ubuntu22.04"
     assert daemonsets["nvidia-mig-manager"]["spec"]["template"]["spec"]["containers"][0]["image"] == (
-        "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.13.1")
+        "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0")
     validator = daemonsets["nvidia-operator-validator"]
     assert validator["metadata"]["labels"] == {"app": "nvidia-operator-validator",
                                                "app.kubernetes.io/part-of": "gpu-operator"}

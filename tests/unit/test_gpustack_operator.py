@@ -34,7 +34,7 @@ def test_operand_pod_specs():
     toolkit = daemonsets["nvidia-container-toolkit-daemonset"]["spec"]["updateStrategy"]
     assert toolkit == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
     driver = daemonsets["nvidia-driver-daemonset"]["spec"]["template"]["spec"]
-    assert driver["containers"][0]["image"] == "nvcr.io/nvidia/driver:580.105.08-ubuntu22.04"
+    assert driver["containers"][0]["image"] == "nvcr.io/nvidia/driver:595.91.07-ubuntu22.04"
     assert (driver["initContainers"][0]["command"], driver["initContainers"][0]["args"]) == (
         ["driver-manager"], ["uninstall_driver"])
     plugin = daemonsets["nvidia-device-plugin-daemonset"]["spec"]["template"]["spec"]["containers"][0]
@@ -53,6 +53,10 @@ def test_device_plugin_config_mounts_the_config_map():
     manager = next(c for c in spec["containers"] if c["name"] == "config-manager")
     assert {"name": "DEFAULT_CONFIG", "value": "any"} in manager["env"]
     assert {"name": "NODE_LABEL", "value": "nvidia.com/device-plugin.config"} in manager["env"]
+    # object_controls.go sets FALLBACK_STRATEGIES=empty on the init container and the sidecar alike.
+    init = next(c for c in spec["initContainers"] if c["name"] == "config-manager-init")
+    for container in (init, manager):
+        assert {"name": "FALLBACK_STRATEGIES", "value": "empty"} in container["env"]
 
 
 def ds(desired, unavailable=0, available=None, generation=1, observed=1):
