@@ -212,7 +212,7 @@ LINKS = '''
 import os, sys, time
 from pathlib import Path
 from ipykernel import get_connection_file
-planted = 0
+planted, refused = 0, {}
 for root in {Path.home(), Path.cwd(), Path("/tmp")}:
     for path in [*root.rglob("*"), root / "fixture-lab.ipynb", root / "timestamp.txt", root / "gradebook.db"]:
         try:
@@ -220,8 +220,9 @@ for root in {Path.home(), Path.cwd(), Path("/tmp")}:
                 path.unlink(missing_ok=True)
                 path.symlink_to("CANARY")
                 planted += 1
-        except OSError as error:
-            print("cannot link", path, "-", error)
+        except OSError as error:   # counted, not printed: a checkout under /tmp shows thousands of read-only files
+            refused[error.strerror] = refused.get(error.strerror, 0) + 1
+print("could not link:", refused)
 connection = Path(get_connection_file())
 try:
     connection.unlink()
