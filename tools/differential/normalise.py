@@ -20,14 +20,16 @@ SAFE = "bcdfghjklmnpqrstvwxz2456789"
 _HASH = re.compile(rf"(?<=-)(?=[{SAFE}]*\d)[{SAFE}]{{6,10}}\b")
 _SUFFIX = re.compile(rf"(?<=[a-z0-9]-)[{SAFE}]{{5}}\b")
 _UID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
-_RV = re.compile(r'("?resourceVersion"?\s*[:=]\s*)"?\d+"?')
+_RV = re.compile(r'("?resourceVersion"?\s*[:=]\s*|Resource Version:\s+)"?\d+"?')
+_NODE_PORT = re.compile(r'("?nodePort"?\s*[:=]\s*|NodePort:\s+\S+\s+)\d+')
 _CONTINUE = re.compile(r'("?continue"?\s*[:=]\s*)"?[A-Za-z0-9_=+/-]{8,}"?')
 _TIME = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
+_GO_DATE = re.compile(r"\b\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [+-]\d{4} \w+")   # time.Time's String()
 _GO_TIME = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
                       r"\d{4} \d\d:\d\d:\d\d [+-]\d{4}")
 _AGE = re.compile(r"(?<![\w.:/=-])(?:\d+[smhdy]){1,2}(?![\w/])|<invalid>|<unknown>(?=\s)")
 _STRUCTURED = re.compile(r"\s*(?:[{\[]|apiVersion:|kind:|- )")
-_EVENT_COUNT = re.compile(r"\(x\d+ over <age>\)")
+_EVENT_COUNT = re.compile(r" \(x\d+ over <age>\)")     # how often an event repeated is a matter of timing
 _IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?:/\d{1,2})?\b")
 _PORT = re.compile(r"(?<=<ip>:)\d{2,5}\b|(?<=localhost:)\d{2,5}\b|\b3[0-2]\d{3}(?=/TCP|/UDP)")
 _RELEASE = re.compile(r"\bv1\.37\.[12]\b")
@@ -42,7 +44,9 @@ def normalise(text: str) -> str:
     text = _UID.sub("<uid>", text)
     text = _TIME.sub("<time>", text)
     text = _GO_TIME.sub("<time>", text)
+    text = _GO_DATE.sub("<time>", text)
     text = _RV.sub(r"\1<rv>", text)
+    text = _NODE_PORT.sub(r"\1<port>", text)
     text = _CONTINUE.sub(r"\1<continue>", text)
     text = _GIT.sub(r'\1"<build>"', text)
     text = _CERT_ID.sub("X509SHA256=<fingerprint>", text)
@@ -53,7 +57,7 @@ def normalise(text: str) -> str:
     text = _SUFFIX.sub("<sfx>", text)
     if not _STRUCTURED.match(text):     # ages are printed by tables and describe; in YAML ``100m`` is a quantity
         text = _AGE.sub("<age>", text)
-        text = _EVENT_COUNT.sub("(xN over <age>)", text)
+        text = _EVENT_COUNT.sub("", text)
     text = _PADDING.sub("   ", text)
     return _TRAILING.sub("", text)
 
