@@ -59,3 +59,13 @@ spec:
 
     status = wait_for(status, what="the StatefulSet's first status")
     assert status["collisionCount"] == 0
+
+
+def test_patches_that_do_not_decode_as_kubectl_sends_them(kubectl):
+    kubectl("create", "configmap", "patched")
+    for patch_type in ("merge", "strategic"):
+        refused = kubectl("patch", "configmap", "patched", f"--type={patch_type}", "-p", "{data:1}", check=False)
+        assert refused.stderr == "Error from server (BadRequest): invalid JSON patch\n"
+    refused = kubectl("patch", "configmap", "patched", "--type=json", "-p", '{"op":"add"}', check=False)
+    assert refused.stderr == ("Error from server (BadRequest): error decoding patch: json: cannot unmarshal object "
+                              "into Go value of type []handlers.jsonPatchOp\n")

@@ -18,6 +18,7 @@ import re
 # The alphabet has no vowels, so ordinary words rarely match; a suffix must hold a digit or be exactly 5 long.
 SAFE = "bcdfghjklmnpqrstvwxz2456789"
 _HASH = re.compile(rf"(?<=-)(?=[{SAFE}]*\d)[{SAFE}]{{6,10}}\b")
+_HASH_LABEL = re.compile(r'((?:pod-template-hash|controller-revision-hash)"?[=:]\s*"?)[a-z0-9]{6,10}')
 _SUFFIX = re.compile(rf"(?<=[a-z0-9]-)[{SAFE}]{{5}}\b")
 _UID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 _RV = re.compile(r'("?resourceVersion"?\s*[:=]\s*|Resource Version:\s+)"?\d+"?')
@@ -54,6 +55,7 @@ def normalise(text: str) -> str:
     text = _IPV4.sub("<ip>", text)
     text = _PORT.sub("<port>", text)
     text = _HASH.sub("<hash>", text)
+    text = _HASH_LABEL.sub(r"\1<hash>", text)
     text = _SUFFIX.sub("<sfx>", text)
     if not _STRUCTURED.match(text):     # ages are printed by tables and describe; in YAML ``100m`` is a quantity
         text = _AGE.sub("<age>", text)
