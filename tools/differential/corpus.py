@@ -54,8 +54,7 @@ class Step:
 
     def args(self, variables: dict) -> list[str]:
         """The command's arguments with ``${var}`` filled in."""
-        spec = self.spec if isinstance(self.spec, list) else shlex.split(self.spec)
-        return [substitute(a, variables) for a in spec]
+        return [substitute(a, variables) for a in (self.spec if isinstance(self.spec, list) else split(self.spec))]
 
     def describe(self) -> str:
         if self.kind == "api":
@@ -83,9 +82,21 @@ class Case:
         return f"d-{name}"
 
 
+def split(command: str) -> list[str]:
+    """A command line split as a shell splits it, quotes and all, except that a backslash stays itself: kubectl's
+    arguments escape dots with it (``{.status.allocatable.nvidia\\.com/gpu}``), as a learner types them."""
+    lexer = shlex.shlex(command, posix=True)
+    lexer.whitespace_split = True
+    lexer.escape = ""
+    return list(lexer)
+
+
 def substitute(value, variables: dict):
     """``value`` (a string, or a list or dict of them) with every ``${var}`` replaced by its value."""
     if isinstance(value, str):
+        whole = _VAR.fullmatch(value)
+        if whole and whole.group(1) in variables and not isinstance(variables[whole.group(1)], str):
+            return variables[whole.group(1)]       # a value that is a mapping or a list stays one
         return _VAR.sub(lambda m: str(variables[m.group(1)]) if m.group(1) in variables else m.group(0), value)
     if isinstance(value, list):
         return [substitute(v, variables) for v in value]

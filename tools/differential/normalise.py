@@ -29,6 +29,7 @@ _GO_DATE = re.compile(r"\b\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [+-]\d{4} \w+
 _GO_TIME = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
                       r"\d{4} \d\d:\d\d:\d\d [+-]\d{4}")
 _AGE = re.compile(r"(?<![\w.:/=-])(?:\d+[smhdy]){1,2}(?![\w/])|<invalid>|<unknown>(?=\s)")
+_QUOTED_AGE = re.compile(r'"(?:\d+[smhdy]){2}"|"\d+[sdhy]"')    # a Table cell's age in a JSON body
 _STRUCTURED = re.compile(r"\s*(?:[{\[]|apiVersion:|kind:|- )")
 _EVENT_COUNT = re.compile(r" \(x\d+ over <age>\)")     # how often an event repeated is a matter of timing
 _IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?:/\d{1,2})?\b")
@@ -57,6 +58,7 @@ def normalise(text: str) -> str:
     text = _HASH.sub("<hash>", text)
     text = _HASH_LABEL.sub(r"\1<hash>", text)
     text = _SUFFIX.sub("<sfx>", text)
+    text = _QUOTED_AGE.sub('"<age>"', text)
     if not _STRUCTURED.match(text):     # ages are printed by tables and describe; in YAML ``100m`` is a quantity
         text = _AGE.sub("<age>", text)
         text = _EVENT_COUNT.sub("", text)

@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 
 from gpulab.kubeclient import ApiClient, kube_config
@@ -19,6 +20,7 @@ from .engines import BIN, Target
 from .normalise import normalise, sort_lines
 
 NAMESPACE_READY_SECONDS = 90.0
+ROOT = Path(__file__).resolve().parents[2]     # manifests in cases are named from the repository's root
 
 
 @dataclass
@@ -94,7 +96,7 @@ class Run:
             try:
                 proc = subprocess.run([str(BIN / program), *step.args(self.variables)],
                                       input=substitute(step.stdin, self.variables) if step.stdin else None,
-                                      capture_output=True, text=True, env=self.target.env(self.kubeconfig),
+                                      capture_output=True, text=True, env=self.target.env(self.kubeconfig), cwd=ROOT,
                                       timeout=step.timeout, stdin=None if step.stdin else subprocess.DEVNULL)
                 parts = {"stdout": proc.stdout, "stderr": proc.stderr, "rc": str(proc.returncode)}
             except subprocess.TimeoutExpired as exc:
