@@ -31,7 +31,7 @@ import yaml
 
 CASES = Path(__file__).parent / "cases"
 STEP_KINDS = ("kubectl", "api", "gpulab", "sleep")
-STEP_KEYS = {*STEP_KINDS, "stdin", "until", "timeout", "compare", "sort", "label", "save"}
+STEP_KEYS = {*STEP_KINDS, "stdin", "until", "timeout", "compare", "sort", "save"}
 CASE_KEYS = {"name", "area", "setup", "steps", "cleanup", "known", "namespace", "vars"}
 FILE_KEYS = {"area", "cases", "families", "known", "about"}
 _VAR = re.compile(r"\$\{(\w+)\}")

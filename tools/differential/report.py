@@ -91,7 +91,8 @@ def render(verdicts: list[Verdict], *, verbose_known: bool = False) -> str:
                          + (f"  known: {v.case.known}" if v.case.known else ""))
             lines += differences(v)
         elif v.outcome == "stale":
-            lines.append(f"STALE {v.case.id}: agrees now; remove its known mark ({v.case.known})")
+            lines.append(f"STALE {v.case.id}: agrees this time; remove its known mark if it agrees for good "
+                         f"({v.case.known})")
     lines.append("")
     for area, counts in sorted(by_area(verdicts).items()):
         lines.append(f"  {area:<12} {figures(counts)}")
