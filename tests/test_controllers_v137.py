@@ -79,9 +79,9 @@ def test_statefulset_pods_claims_rollout_and_scale(cluster, kubectl):
     assert volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == \
         [node]
     reasons = [r for r, _ in _events(kubectl, "StatefulSet", "db")]
-    assert ("SuccessfulCreate", "create Claim data-db-0 Pod db-0 in StatefulSet db success") in \
+    assert ("SuccessfulCreate", "Create Claim data-db-0 Pod db-0 in StatefulSet db success") in \
         _events(kubectl, "StatefulSet", "db")
-    assert ("SuccessfulCreate", "create Pod db-0 in StatefulSet db successful") in _events(kubectl, "StatefulSet",
+    assert ("SuccessfulCreate", "Create Pod db-0 in StatefulSet db successful") in _events(kubectl, "StatefulSet",
                                                                                            "db")
     assert reasons.count("SuccessfulCreate") == 6
     # the claim binds while the kubelet's mount wait is still running: no FailedMount warning

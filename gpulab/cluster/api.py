@@ -24,8 +24,8 @@ from .errors import (ApiError, already_exists, bad_request, conflict, forbidden_
 from .kinds import strategy_for
 from .kinds.strategy import Strategy, validate_create, validate_update
 from .objects import clone, random_suffix, rfc3339
-from .patch import (apply_json_patch, apply_merge_patch, apply_strategic_merge_patch, decode_like_go,
-                    server_side_apply, update_managed_fields)
+from .patch import (apply_json_patch, apply_merge_patch, apply_strategic_merge_patch, check_strict_ops,
+                    decode_like_go, server_side_apply, update_managed_fields)
 from .registry import Registry, ResourceType
 from .selectors import (OBJECT_META_FIELDS, FieldRequirement, exact_field, matches_fields, matches_labels,
                         parse_field_selector, parse_label_selector)
@@ -383,6 +383,8 @@ class Api:
             raise not_found(rt.plural, rt.group, name)
         old = conversion.from_storage(rt, old_stored)
         if patch_type == "json":
+            if field_validation in ("Strict", "Warn"):
+                check_strict_ops(patch)
             new = decode_like_go(rt, apply_json_patch(old, patch))
         elif patch_type == "merge":
             new = decode_like_go(rt, apply_merge_patch(old, patch))

@@ -29,7 +29,7 @@ as of v1.37:
   collisionCount (what ``kubectl rollout status`` reads).
 
 Events name the operation as stateful_pod_control.go does:
-``create Pod web-0 in StatefulSet web successful``.
+``Create Pod web-0 in StatefulSet web successful`` (the verb title-cased, as recordPodEvent does).
 """
 from __future__ import annotations
 
@@ -242,10 +242,10 @@ class StatefulSetController(OwnerKeyedController):
             if exc.code == 409:
                 return
             self._event(sts, "Warning", "FailedCreate",
-                        f"create Pod {name} in StatefulSet {sts['metadata']['name']} failed error: {exc.message}")
+                        f"Create Pod {name} in StatefulSet {sts['metadata']['name']} failed error: {exc.message}")
             raise
         self._event(sts, "Normal", "SuccessfulCreate",
-                    f"create Pod {name} in StatefulSet {sts['metadata']['name']} successful")
+                    f"Create Pod {name} in StatefulSet {sts['metadata']['name']} successful")
 
     def _ensure_claims(self, sts: dict, i: int) -> bool:
         """createPersistentVolumeClaims: the claims of ordinal ``i`` (False when one is being deleted)."""
@@ -275,11 +275,11 @@ class StatefulSetController(OwnerKeyedController):
                 if exc.code == 409:
                     continue
                 self._event(sts, "Warning", "FailedCreate",
-                            f"create Claim {name} for Pod {pod_name} in StatefulSet {sts['metadata']['name']} "
+                            f"Create Claim {name} for Pod {pod_name} in StatefulSet {sts['metadata']['name']} "
                             f"failed error: {exc.message}")
                 raise
             self._event(sts, "Normal", "SuccessfulCreate",
-                        f"create Claim {name} Pod {pod_name} in StatefulSet {sts['metadata']['name']} success")
+                        f"Create Claim {name} Pod {pod_name} in StatefulSet {sts['metadata']['name']} success")
         return True
 
     def _orphan_claims_when_scaled(self, sts: dict, i: int, pod: dict) -> None:
@@ -305,10 +305,10 @@ class StatefulSetController(OwnerKeyedController):
             if exc.code == 404:
                 return
             self._event(sts, "Warning", "FailedDelete",
-                        f"delete Pod {name} in StatefulSet {sts['metadata']['name']} failed error: {exc.message}")
+                        f"Delete Pod {name} in StatefulSet {sts['metadata']['name']} failed error: {exc.message}")
             raise
         self._event(sts, "Normal", "SuccessfulDelete",
-                    f"delete Pod {name} in StatefulSet {sts['metadata']['name']} successful")
+                    f"Delete Pod {name} in StatefulSet {sts['metadata']['name']} successful")
 
     def _event(self, sts: dict, type_: str, reason: str, message: str) -> None:
         self.api.record_event(sts, type_, reason, message, COMPONENT)
@@ -338,8 +338,7 @@ class StatefulSetController(OwnerKeyedController):
             status["currentReplicas"] = updated
         status["currentRevision"] = current_name
         status["updateRevision"] = update_name
-        if collisions is not None:
-            status["collisionCount"] = collisions
+        status["collisionCount"] = collisions or 0     # updateStatefulSet always sets the pointer
         if not status.get("currentReplicas"):
             status.pop("currentReplicas", None)
         return status

@@ -79,8 +79,12 @@ def default_cronjob(rt: ResourceType, obj: dict) -> None:
     for field, value in (("suspend", False), ("successfulJobsHistoryLimit", 3), ("failedJobsHistoryLimit", 1)):
         if spec.get(field) is None:
             spec[field] = value
-    job_spec = spec.setdefault("jobTemplate", {}).setdefault("spec", {})
-    _pod_template(rt, job_spec.setdefault("template", {}))
+    # Both templates' ObjectMeta are structs, which encoding/json writes even when empty: `metadata: {}`.
+    job_template = spec.setdefault("jobTemplate", {})
+    job_template.setdefault("metadata", {})
+    job_spec = job_template.setdefault("spec", {})
+    job_spec.setdefault("template", {}).setdefault("metadata", {})
+    _pod_template(rt, job_spec["template"])
     for rule in (job_spec.get("podFailurePolicy") or {}).get("rules") or []:
         for pattern in rule.get("onPodConditions") or []:
             if not pattern.get("status"):

@@ -5,7 +5,8 @@ The embedded cluster is single-stack IPv4 with kind's service CIDR
 (initIPFamilyFields: ``SingleStack`` and ``[IPv4]``, a headless Service
 without selector ``RequireDualStack`` and both families) and gives a Service
 that needs one the lowest free cluster IP (upstream picks a random free one);
-the status starts as the zero ServiceStatus, ``{"loadBalancer": {}}``. On
+the status starts as the zero ServiceStatus, ``{"loadBalancer": {}}``; a NodePort or LoadBalancer Service's ports
+get random free node ports (30000-32767) where they name none. On
 update the values it allocated stay when a client leaves them out
 (patchAllocatedValues) and ``clusterIP``/``clusterIPs`` are kept in step
 (normalizeClusterIPs), so changing either is the validation error
@@ -14,6 +15,7 @@ update the values it allocated stay when a client leaves them out
 from __future__ import annotations
 
 import ipaddress
+import random
 
 from ..defaults import core as defaults
 from ..errors import invalid_object
@@ -26,6 +28,8 @@ from ..validation.path import Path
 from .strategy import PROXY_VERBS, Context, Strategy, Subresource
 
 _FAMILIES = ("IPv4",)  # the families the cluster serves (--service-cluster-ip-range)
+NODE_PORTS = (30000, 32767)  # --service-node-port-range
+_random = random.SystemRandom()
 
 
 class ServiceStrategy(Strategy):
@@ -48,6 +52,9 @@ class ServiceStrategy(Strategy):
         if _needs_cluster_ip(spec) and spec.get("clusterIP") != "None" and not spec.get("clusterIP"):
             spec["clusterIP"] = _free_cluster_ip(ctx)
             spec["clusterIPs"] = [spec["clusterIP"]]
+        if spec.get("type") == "NodePort" or (spec.get("type") == "LoadBalancer"
+                                              and spec.get("allocateLoadBalancerNodePorts") is not False):
+            _allocate_node_ports(spec, ctx)
         obj["status"] = {"loadBalancer": {}}  # the zero ServiceStatus (LoadBalancerStatus is a struct)
 
     def prepare_for_update(self, new: dict, old: dict, subresource: str | None = None) -> dict:
@@ -76,6 +83,22 @@ def _free_cluster_ip(ctx: Context) -> str:
     while (ip := f"10.96.{n // 254}.{n % 254 + 1}") in used:
         n += 1
     return ip
+
+
+def _allocate_node_ports(spec: dict, ctx: Context) -> None:
+    """The node port allocator (storage/alloc.go initNodePorts): each port without one gets a random free port of
+    the node port range; a port number used by two protocols shares one node port."""
+    used = {p.get("nodePort") for s in ctx.list("services") for p in (s.get("spec") or {}).get("ports") or []}
+    used |= {p.get("nodePort") for p in spec.get("ports") or []}
+    by_number: dict = {}
+    for port in spec.get("ports") or []:
+        if port.get("nodePort"):
+            continue
+        if port.get("port") not in by_number:
+            free = [n for n in range(NODE_PORTS[0], NODE_PORTS[1] + 1) if n not in used]
+            by_number[port.get("port")] = _random.choice(free)
+            used.add(by_number[port.get("port")])
+        port["nodePort"] = by_number[port.get("port")]
 
 
 def _patch_allocated_values(spec: dict, old: dict) -> None:

@@ -100,6 +100,18 @@ def _v4_equal(actual, expected) -> bool:
     return not isinstance(expected, (dict, list)) and go_json(actual) == go_json(expected)
 
 
+def check_strict_ops(ops) -> None:
+    """The strict decode a JSON patch gets first under ``fieldValidation=Strict`` or ``Warn`` (kubectl's default):
+    into ``[]jsonPatchOp``, whose type the error names (handlers/patch.go applyJSPatch)."""
+    if ops is not None and not isinstance(ops, list):
+        raise bad_request(f"error decoding patch: json: cannot unmarshal {json_kind(ops)} into Go value of type "
+                          "[]handlers.jsonPatchOp")
+    for op in ops or []:
+        if op is not None and not isinstance(op, dict):
+            raise bad_request(f"error decoding patch: json: cannot unmarshal {json_kind(op)} into Go value of type "
+                              "handlers.jsonPatchOp")
+
+
 def apply_json_patch(obj: dict, ops) -> dict:
     """Apply the operations in order to a copy of ``obj``; all or nothing."""
     if ops is None:

@@ -148,11 +148,12 @@ def secret_cells(secret: dict, now_us: int) -> list:
 
 
 def serviceaccount_columns() -> list[dict]:
-    return [name_column(), column("Secrets", description=doc(CORE + "ServiceAccount", "secrets")), age_column()]
+    # v1.37 prints no Secrets column: the legacy token Secrets it counted are no longer made.
+    return [name_column(), age_column()]
 
 
 def serviceaccount_cells(sa: dict, now_us: int) -> list:
-    return [name(sa), len(sa.get("secrets") or []), age(sa, now_us)]
+    return [name(sa), age(sa, now_us)]
 
 
 # --- services ------------------------------------------------------------------

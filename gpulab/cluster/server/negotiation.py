@@ -125,15 +125,17 @@ def patch_type(content_type: str | None) -> str:
 
 
 def _json(raw: bytes, *, patch: bool = False):
+    # A JSON, merge or strategic patch that is not valid JSON (empty, too deep) is refused before anything reads
+    # it: handlers/patch.go validateAndTranscodePatch, json.Valid.
     if not raw.strip():
-        raise bad_request("the body of the request was empty" if patch else
+        raise bad_request("invalid JSON patch" if patch else
                           "couldn't get version/kind; json parse error: unexpected end of JSON input")
     try:
         return _go_json(raw)
     except ValueError as exc:
-        message = str(exc) if isinstance(exc, jsonio.TooDeep) else go_json_error(raw)
         if patch:
-            raise bad_request(f"error decoding patch: {message}") from None
+            raise bad_request("invalid JSON patch") from None
+        message = str(exc) if isinstance(exc, jsonio.TooDeep) else go_json_error(raw)
         raise bad_request(f"couldn't get version/kind; json parse error: {message}") from None
 
 
