@@ -25,6 +25,11 @@ from datetime import datetime
 
 import yaml
 
+try:
+    import helm_python
+except ImportError:     # a learner install without the course extra: _config says what to install
+    helm_python = None
+
 # What plays helm's writing commands here, for the message that answers them.
 _PLAYED_BY = {
     "install": "gpulab install gpu-operator",
@@ -36,7 +41,6 @@ _PLAYED_BY = {
 _NOT_PROVIDED = frozenset({"completion", "create", "dependency", "env", "history", "lint", "package", "plugin",
                            "pull", "push", "registry", "repo", "rollback", "search", "show", "template", "test",
                            "verify", "version"})
-_LIST_STATES = ("deployed", "failed", "pending", "superseded", "uninstalled", "uninstalling")
 
 
 class HelmCommandError(Exception):
@@ -45,12 +49,8 @@ class HelmCommandError(Exception):
 
 def go_time_string(iso: str) -> str:
     """Go's ``time.Time.String()`` of a UTC timestamp (``2016-01-16 00:00:01 +0000 UTC``), as ``helm list``'s
-    UPDATED column shows it."""
-    t = datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    text = t.strftime("%Y-%m-%d %H:%M:%S")
-    if t.microsecond:
-        text += f".{t.microsecond:06d}".rstrip("0")
-    return f"{text} +0000 UTC"
+    UPDATED column shows it. The SDK reports whole seconds, so there is no fraction to print."""
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
 
 
 def _ansic(iso: str) -> str:
@@ -85,24 +85,21 @@ def _namespace(args: argparse.Namespace) -> str:
         return args.namespace
     if os.environ.get("HELM_NAMESPACE"):
         return os.environ["HELM_NAMESPACE"]
-    try:
-        from kubernetes import config
+    from kubernetes import config
 
-        _, active = config.list_kube_config_contexts(config_file=args.kubeconfig)
-    except Exception:   # noqa: BLE001 - no readable kubeconfig: helm falls back to "default" too
+    try:
+        contexts, active = config.list_kube_config_contexts(config_file=args.kubeconfig or None)
+    except (config.ConfigException, OSError):   # no readable kubeconfig: helm falls back to "default" too
         return "default"
     if args.kube_context:
-        contexts, _ = config.list_kube_config_contexts(config_file=args.kubeconfig)
         active = next((c for c in contexts if c["name"] == args.kube_context), active)
     return (active or {}).get("context", {}).get("namespace") or "default"
 
 
 def _config(args: argparse.Namespace):
-    try:
-        import helm_python
-    except ImportError:
+    if helm_python is None:
         raise HelmCommandError("this helm needs Helm's SDK (the helm-python-sdk package): "
-                               "run `pip install 'gpulab[course]'` (or `make install`)") from None
+                               "run `pip install 'gpulab[course]'` (or `make install`)")
     kubeconfig = args.kubeconfig or None
     return helm_python.Config(kubeconfig_path=kubeconfig, kube_context=args.kube_context or None,
                               namespace=_namespace(args))
@@ -233,15 +230,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         sys.stdout.write(args.run(args))
-    except HelmCommandError as exc:
+    except (HelmCommandError, *_sdk_errors()) as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
-    except Exception as exc:   # noqa: BLE001 - helm_python's errors: helm prints them the same way
-        if type(exc).__module__.startswith("helm_python"):
-            print(f"Error: {exc}", file=sys.stderr)
-            return 1
-        raise
     return 0
+
+
+def _sdk_errors() -> tuple[type[Exception], ...]:
+    """Helm's own errors (``release: not found``, an unreachable cluster), which helm prints after ``Error: ``."""
+    return () if helm_python is None else (helm_python.HelmError,)
 
 
 if __name__ == "__main__":
