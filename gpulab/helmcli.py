@@ -8,6 +8,7 @@ kubeconfig and the API, so it answers the same on every engine and on any cluste
 
 * ``helm list`` / ``ls`` (``-A``, ``-n``, ``-a``, ``-q``, ``--no-headers``, ``-f``, ``-o table|json|yaml``);
 * ``helm status RELEASE`` (the table form);
+* ``helm history RELEASE`` (``--max``, ``-o``);
 * ``helm get values RELEASE`` (``--revision``, ``-o``).
 
 Helm's action layer (storage driver, release decoding, state filters, sorting) is the real one; what this
@@ -38,7 +39,7 @@ _PLAYED_BY = {
     "delete": "gpulab uninstall gpu-operator",
 }
 # helm's other commands (pkg/cmd/root.go), which this environment does not provide.
-_NOT_PROVIDED = frozenset({"completion", "create", "dependency", "env", "history", "lint", "package", "plugin",
+_NOT_PROVIDED = frozenset({"completion", "create", "dependency", "env", "lint", "package", "plugin",
                            "pull", "push", "registry", "repo", "rollback", "search", "show", "template", "test",
                            "verify", "version"})
 
@@ -148,6 +149,23 @@ def _status(args: argparse.Namespace) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _history(args: argparse.Namespace) -> str:
+    """helm's ``getHistory``: the newest ``--max`` revisions, printed oldest first."""
+    with _config(args) as cfg:
+        revisions = sorted(cfg.history(args.release), key=lambda r: r["revision"])[-args.max:]
+        infos = {r["revision"]: cfg.get_all(args.release, revision=r["revision"]).get("info") or {}
+                 for r in revisions}
+    items = [{"revision": r["revision"], "updated": infos[r["revision"]].get("last_deployed"), "status": r["status"],
+              "chart": _chart(r), "app_version": r.get("app_version") or "",
+              "description": infos[r["revision"]].get("description", "")} for r in revisions]
+    if args.output in ("json", "yaml"):
+        return _go_json(items) if args.output == "json" else _go_yaml(items)
+    rows = [["REVISION", "UPDATED", "STATUS", "CHART", "APP VERSION", "DESCRIPTION"]]
+    rows += [[str(i["revision"]), _ansic(i["updated"]), i["status"], i["chart"], i["app_version"], i["description"]]
+             for i in items]
+    return table(rows)
+
+
 def _get_values(args: argparse.Namespace) -> str:
     if args.all:
         raise HelmCommandError("get values --all is not available here: gpulab's release records keep the "
@@ -183,9 +201,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="prints the output in the specified format")
 
     p = argparse.ArgumentParser(prog="helm", parents=[_global_flags(defaults=True)],
-                                description="Helm's release commands (list, status, get values), read by Helm's "
-                                            "own SDK; gpulab install|upgrade|uninstall play the others.")
-    sub = p.add_subparsers(dest="command", metavar="list|status|get")
+                                description="Helm's release commands (list, status, history, get values), read by "
+                                            "Helm's own SDK; gpulab install|upgrade|uninstall play the others.")
+    sub = p.add_subparsers(dest="command", metavar="list|status|history|get")
     ls = sub.add_parser("list", aliases=["ls"], parents=[common, output], help="list releases")
     ls.add_argument("-A", "--all-namespaces", action="store_true", help="list releases across all namespaces")
     ls.add_argument("-a", "--all", action="store_true", help="show all releases without any filter applied")
@@ -196,6 +214,10 @@ def _parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", parents=[common], help="display the status of the named release")
     st.add_argument("release")
     st.set_defaults(run=_status)
+    hist = sub.add_parser("history", aliases=["hist"], parents=[common, output], help="fetch release history")
+    hist.add_argument("release")
+    hist.add_argument("--max", type=int, default=256, help="maximum number of revision to include in history")
+    hist.set_defaults(run=_history)
     get = sub.add_parser("get", help="download extended information of a named release")
     what = get.add_subparsers(dest="what", metavar="values", required=True)
     values = what.add_parser("values", parents=[common, output], help="download the values of a named release")
@@ -213,8 +235,8 @@ def _refusal(argv: list[str]) -> str | None:
         return (f"helm {command} is played here by `{_PLAYED_BY[command]}` (the chart is built in, nothing is "
                 f"downloaded): run `{_PLAYED_BY[command]} --help`")
     if command in _NOT_PROVIDED:
-        return (f"helm {command} is not available here: this helm answers list, status and get values from the "
-                f"cluster's release records; gpulab install|upgrade|uninstall play the chart commands")
+        return (f"helm {command} is not available here: this helm answers list, status, history and get values "
+                f"from the cluster's release records; gpulab install|upgrade|uninstall play the chart commands")
     return None
 
 

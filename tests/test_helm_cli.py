@@ -3,9 +3,10 @@
 On both engines: before any release, ``helm list -A`` prints helm's header alone; after ``gpulab install`` and
 ``gpulab upgrade`` of the gpu-operator chart and a real Helm install of another chart, ``helm list -A`` shows both
 releases in helm's table (uitable: padded cells, tab-separated), ``-n`` scopes it, ``-o json`` has helm's
-``releaseElement`` fields, ``status`` prints helm's status block, ``get values`` the user-supplied values of
-each revision, and what helm prints for a release that does not exist. Upstream shapes: helm
-``pkg/cmd/list.go``, ``status.go``, ``get_values.go`` and their ``testdata/output`` golden files.
+``releaseElement`` fields, ``status`` prints helm's status block, ``history`` each revision, ``get values`` the
+user-supplied values of each revision, and what helm prints for a release that does not exist. Upstream shapes:
+helm ``pkg/cmd/list.go``, ``status.go``, ``history.go``, ``get_values.go`` and their ``testdata/output`` golden
+files.
 """
 from __future__ import annotations
 
@@ -115,6 +116,22 @@ def test_get_values_shows_each_revisions_user_supplied_values(cluster, releases)
     assert current.stdout == "USER-SUPPLIED VALUES:\nmig:\n  strategy: single\n"
     first = helm(cluster, "get", "values", "gpu-operator", "-n", "gpu-operator", "--revision", "1", "-o", "json")
     assert json.loads(first.stdout) == {"driver": {"version": "580.105.08"}}
+
+
+def test_history_lists_each_revision_with_its_description(cluster, releases):
+    history = helm(cluster, "history", "gpu-operator", "-n", "gpu-operator")
+    assert history.returncode == 0, history.stderr
+    table = rows(history.stdout)
+    assert table[0] == ["REVISION", "UPDATED", "STATUS", "CHART", "APP VERSION", "DESCRIPTION"]
+    assert [[row[0], *row[2:]] for row in table[1:]] == [
+        ["1", "superseded", "gpu-operator-v26.3.3", "v26.3.3", "Install complete"],
+        ["2", "deployed", "gpu-operator-v26.7.0", "v26.7.0", "Upgrade complete"]]
+    assert re.match(r"^\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}$", table[1][1]), table[1][1]
+    newest = json.loads(helm(cluster, "hist", "gpu-operator", "-n", "gpu-operator", "--max", "1", "-o", "json").stdout)
+    assert [(item["revision"], item["status"], item["description"]) for item in newest] == [
+        (2, "deployed", "Upgrade complete")]
+    assert sorted(newest[0]) == ["app_version", "chart", "description", "revision", "status", "updated"]
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$", newest[0]["updated"]), newest[0]["updated"]
 
 
 def test_unknown_release_and_chart_commands_fail_as_helm_does(cluster, releases):

@@ -374,7 +374,12 @@ def upgrade(kube: kubeclient.Kube, *, release: str = DEFAULT_RELEASE, namespace:
     objects = _for_cluster(kube, render(values, canonical, release, namespace))
     _apply(kube, objects, namespace)
     old_name = _secret_name(release, previous.revision)
-    kube.patch(kubeclient.SECRETS, old_name, {"metadata": {"labels": {"status": "superseded"}}}, namespace)
+    # Helm's releasingUpgrade records the previous release again as superseded: the record itself (what
+    # `helm history` reads) and the storage driver's labels, with a new modifiedAt (pkg/storage/driver/secrets.go).
+    superseded = {**doc, "info": {**doc["info"], "status": "superseded"}}
+    kube.patch(kubeclient.SECRETS, old_name,
+               {"metadata": {"labels": {"status": "superseded", "modifiedAt": str(int(time.time()))}},
+                "data": {"release": base64.b64encode(_encode(superseded).encode()).decode()}}, namespace)
     now = datetime.now().astimezone()
     rel = Release(release, namespace, previous.revision + 1, canonical, overrides, now)
     first = datetime.fromisoformat(doc["info"]["first_deployed"])
