@@ -23,7 +23,7 @@ from .conftest import ROOT
 PACKAGE = ROOT / "gpulab"
 CLUSTER = "gpulab.cluster"
 CLIENT_SIDE = ("gpulab.gpustack", "gpulab.checks", "gpulab.learner", "gpulab.labs", "gpulab.setup",
-               "gpulab.kubeclient")
+               "gpulab.kubeclient", "gpulab.helmcli")
 CONTRACT = "gpulab.contract"
 
 
