@@ -12,9 +12,9 @@ kubeconfig and the API, so it answers the same on every engine and on any cluste
 * ``helm get values RELEASE`` (``--revision``, ``-o``).
 
 Helm's action layer (storage driver, release decoding, state filters, sorting) is the real one; what this
-module writes is only helm's printers (``pkg/cmd/list.go``, ``status.go``, ``get_values.go``) and its
-``Error: ...`` convention. Anything that would change the cluster or needs a chart repository says what to
-run instead.
+module writes is only helm's printers (``pkg/cmd/list.go``, ``status.go``, ``history.go``,
+``get_values.go``) and its ``Error: ...`` convention. Anything that would change the cluster or needs a chart
+repository says what to run instead.
 """
 from __future__ import annotations
 
