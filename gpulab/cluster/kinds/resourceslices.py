@@ -2,8 +2,9 @@
 
 Selectable by ``spec.nodeName`` and ``spec.driver`` (the fields a kubelet
 plugin and the scheduler list slices by); a device taint without
-``timeAdded`` gets the time it was stored (SetDefaults_DeviceTaint, which
-reads the clock).
+``timeAdded`` gets the time it was stored, on create and on update
+(SetDefaults_DeviceTaint, which reads the clock whenever a request is decoded:
+a driver republishing a slice with a new taint leaves the time to the server).
 """
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ class ResourceSliceStrategy(Strategy):
     def prepare_for_create(self, obj: dict, ctx: Context) -> None:
         super().prepare_for_create(obj, ctx)
         _stamp_taints(obj, rfc3339(ctx.clock()))
+
+    def admit_update(self, obj: dict, old: dict, ctx: Context) -> None:
+        _stamp_taints(obj, rfc3339(ctx.clock()))  # defaulting, which needs the API's clock
 
     def validate(self, obj: dict) -> list:
         return validation.validate_slice(obj)
