@@ -135,7 +135,23 @@ def test_the_kind_is_served_with_upstreams_columns_and_defaults(kubectl, resourc
     assert wait_for(lambda: condition(resource, "idle"), timeout=30, what="the rule's status") == {
         "status": "False", "reason": "OtherEffect", "message": "Eviction only happens for the NoExecute effect.",
         "observedGeneration": 1}
+    got = json.loads(kubectl("get", "devicetaintrule", "idle", "-o", "json", "--show-managed-fields").stdout)
+    assert {(m["manager"], m["operation"], m.get("subresource")) for m in got["metadata"]["managedFields"]} == {
+        ("kubectl-client-side-apply", "Update", None), ("device-taint-eviction-controller", "Apply", "status")}
     kubectl("delete", "devicetaintrule", "idle")
+
+
+def test_changing_the_effect_restarts_the_taints_clock(kubectl, resource):
+    kubectl("apply", "-f", "-", input=yaml.safe_dump(rule("flip", "None", driver="nothing.example.com")))
+    before = resource.read_device_taint_rule("flip")
+    time.sleep(1.1)
+    kubectl("patch", "devicetaintrule", "flip", "--type=merge", "-p", '{"spec": {"taint": {"effect": "NoSchedule"}}}')
+    after = resource.read_device_taint_rule("flip")
+    assert (before.metadata.generation, after.metadata.generation) == (1, 2)
+    assert after.spec.taint.time_added > before.spec.taint.time_added
+    kubectl("patch", "devicetaintrule", "flip", "--type=merge", "-p", '{"spec": {"taint": {"value": "v2"}}}')
+    assert resource.read_device_taint_rule("flip").spec.taint.time_added == after.spec.taint.time_added
+    kubectl("delete", "devicetaintrule", "flip")
 
 
 def test_bad_rules_are_refused_with_upstreams_words(kubectl):
@@ -146,6 +162,19 @@ def test_bad_rules_are_refused_with_upstreams_words(kubectl):
 case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', \
 regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')
 * spec.taint.effect: Unsupported value: "PreferNoSchedule": supported values: "NoExecute", "NoSchedule", "None"
+""")
+
+
+def test_a_claims_tolerations_are_validated(kubectl):
+    bad = claim("bad-toleration", 0, [{"key": "example.com/broken", "operator": "Equal", "value": "not valid!"},
+                                      {"key": "example.com/broken", "operator": "Exists", "value": "x"}])
+    out = kubectl("apply", "-f", "-", input=yaml.safe_dump(bad), check=False)
+    path = "spec.devices.requests[0].exactly.tolerations"
+    assert (out.returncode, out.stderr) == (1, f"""The ResourceClaim "bad-toleration" is invalid: \n\
+* {path}[0].value: Invalid value: "not valid!": a valid label must be an empty string or consist of alphanumeric \
+characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  \
+or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')
+* {path}[1].value: Invalid value: "x": must be empty for operator `Exists`
 """)
 
 
@@ -203,6 +232,25 @@ def test_toleration_seconds_delay_the_eviction(kubectl, core, published):
     assert time.monotonic() - added >= 5
     kubectl("delete", "devicetaintrule", "drain-5")
     cleanup(kubectl, "grace")
+
+
+def test_a_driver_that_taints_its_device_no_execute_evicts_its_pods(kubectl, core, resource, published):
+    run(kubectl, "on-dev-7", 7)
+    wait_for(lambda: node_of(core, "on-dev-7"), what="the pod bound")
+    body = slice_body({1: [{"key": "example.com/broken", "value": "xid-79", "effect": "NoSchedule"}],
+                       7: [{"key": "example.com/broken", "value": "xid-48", "effect": "NoExecute"}]})
+    current = resource.read_resource_slice(body["metadata"]["name"])
+    body["metadata"]["resourceVersion"] = current.metadata.resource_version
+    body["spec"]["devices"][1]["taints"][0]["timeAdded"] = current.spec.devices[1].taints[0].time_added.strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
+    resource.replace_resource_slice(body["metadata"]["name"], body)
+    stamped = resource.read_resource_slice(body["metadata"]["name"]).spec.devices[7].taints[0]
+    assert stamped.time_added is not None and stamped.effect == "NoExecute"
+    wait_for(lambda: gone_or_terminating(core, "on-dev-7"), timeout=30, what="the pod evicted")
+    assert [e.message for e in events(core, "on-dev-7", "DeviceTaintManagerEviction")] == ["Marking for deletion"]
+    kubectl("apply", "-f", "-", input=yaml.safe_dump(
+        slice_body({1: [{"key": "example.com/broken", "value": "xid-79", "effect": "NoSchedule"}]})))
+    cleanup(kubectl, "on-dev-7")
 
 
 def test_an_effect_none_rule_says_what_no_execute_would_do(kubectl, core, resource, published):
