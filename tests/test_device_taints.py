@@ -265,3 +265,19 @@ def test_an_effect_none_rule_says_what_no_execute_would_do(kubectl, core, resour
     assert not gone_or_terminating(core, "bystander")
     kubectl("delete", "devicetaintrule", "dry-run")
     cleanup(kubectl, "bystander")
+
+
+def test_with_the_gates_off_rules_are_still_served_but_taints_and_tolerations_are_dropped(tmp_path, engine):
+    gated = start_cluster(tmp_path, name="gated", engine=engine, gpu_stack=False,
+                          feature_gates="DRADeviceTaints=false,DRADeviceTaintRules=false")
+    try:
+        res = client.ResourceV1Api(gated.client())
+        rows = gated.kubectl("api-resources", "--api-group=resource.k8s.io", "-o", "name").stdout.split()
+        assert "devicetaintrules.resource.k8s.io" in rows
+        res.create_resource_slice(slice_body({0: [{"key": "example.com/broken", "effect": "NoSchedule"}]}))
+        assert res.read_resource_slice(f"{NODE}-taints").spec.devices[0].taints is None
+        res.create_namespaced_resource_claim(NS, claim("tolerant", 0, [{"key": "example.com/broken",
+                                                                         "operator": "Exists"}]))
+        assert res.read_namespaced_resource_claim("tolerant", NS).spec.devices.requests[0].exactly.tolerations is None
+    finally:
+        stop_cluster(gated)

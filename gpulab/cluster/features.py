@@ -21,7 +21,7 @@ DEFAULTS: dict[str, bool] = {
     "DRAPrioritizedList": True,  # GA v1.36
     "DRAAdminAccess": True,  # GA v1.36
     "DRADeviceTaints": True,  # GA v1.37: slice taints, tolerations, the device taint eviction controller
-    "DRADeviceTaintRules": True,  # GA v1.37 (needs DRADeviceTaints): the DeviceTaintRule kind
+    "DRADeviceTaintRules": True,  # GA v1.37 (needs DRADeviceTaints): the scheduler and controller honour rules
     "DRAExtendedResource": True,  # GA v1.37, locked
     "DRAPartitionableDevices": True,  # beta v1.36, on
     "DRAConsumableCapacity": True,  # beta v1.36, on

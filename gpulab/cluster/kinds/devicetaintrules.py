@@ -8,8 +8,9 @@ create the status is emptied and the generation is 1; the taint's
 update the status is kept, a spec change bumps the generation, and a changed
 effect whose ``timeAdded`` was left as it was gets the current time (an
 eviction counts from the moment the effect became NoExecute). A status write
-keeps the spec and all metadata (ResetObjectMetaForStatus). Served with the
-``DRADeviceTaintRules`` gate (on by default).
+keeps the spec and all metadata (ResetObjectMetaForStatus). Served whatever the
+gates say, as upstream's storage is; with ``DRADeviceTaintRules`` off the
+scheduler and the eviction controller ignore rules.
 """
 from __future__ import annotations
 
@@ -31,7 +32,6 @@ class DeviceTaintRuleStrategy(Strategy):
                             subresources=("status",))
     has_generation = True
     printer = Printer(printers.taint_rule_columns, printers.taint_rule_cells)
-    feature_gate = "DRADeviceTaintRules"
     status_reset_fields = (("metadata",), ("spec",))
     status_request_metadata = ()
 
