@@ -234,6 +234,20 @@ def test_toleration_seconds_delay_the_eviction(kubectl, core, published):
     cleanup(kubectl, "grace")
 
 
+def test_an_eviction_cancelled_by_removing_the_taint_says_so(kubectl, core, published):
+    run(kubectl, "reprieved", 0, [{"key": "example.com/maintenance", "operator": "Exists", "effect": "NoExecute",
+                                   "tolerationSeconds": 60}])
+    wait_for(lambda: node_of(core, "reprieved"), what="the pod bound")
+    kubectl("apply", "-f", "-", input=yaml.safe_dump(rule("drain-0", "NoExecute", driver=DRIVER, device="dev-0")))
+    time.sleep(2)
+    kubectl("delete", "devicetaintrule", "drain-0")
+    cancelled = wait_for(lambda: events(core, "reprieved", "DeviceTaintManagerEviction"), what="the cancel event")
+    assert [(e.message, e.involved_object.uid) for e in cancelled] == [
+        ("Cancelling deletion", core.read_namespaced_pod("reprieved", NS).metadata.uid)]
+    assert not gone_or_terminating(core, "reprieved")
+    cleanup(kubectl, "reprieved")
+
+
 def test_a_driver_that_taints_its_device_no_execute_evicts_its_pods(kubectl, core, resource, published):
     run(kubectl, "on-dev-7", 7)
     wait_for(lambda: node_of(core, "on-dev-7"), what="the pod bound")
