@@ -98,9 +98,10 @@ def engine(request) -> str:
 
 
 def start_cluster(tmp: Path, *, topology: Path | None = None, name: str = "gpulab", engine: str = "embedded",
-                  gpu_stack: bool = True) -> Cluster:
+                  gpu_stack: bool = True, feature_gates: str | None = None) -> Cluster:
     """A cluster of ``engine`` in a new ``GPULAB_HOME`` under ``tmp`` (``gpu_stack=False``: without the GPU stack
-    emulation, for tests that write its objects themselves)."""
+    emulation, for tests that write its objects themselves; ``feature_gates``: its control plane's
+    ``--feature-gates``, ``A=false,B=true``)."""
     from gpulab import embedded
 
     home = tmp / f"home-{uuid.uuid4().hex[:6]}"
@@ -111,11 +112,12 @@ def start_cluster(tmp: Path, *, topology: Path | None = None, name: str = "gpula
             from gpulab.upstream import engine as upstream
 
             kubeconfig = upstream.up(name, topology_format=embedded.TOPOLOGY, topology=topology,
-                                     gpu_stack=gpu_stack)
+                                     gpu_stack=gpu_stack, feature_gates=feature_gates)
         elif gpu_stack:
-            kubeconfig = embedded.up(name, topology=topology)
+            kubeconfig = embedded.up(name, topology=topology, feature_gates=feature_gates)
         else:
-            kubeconfig = embedded.up(name, topology=topology, server_module="gpulab.cluster.serve")
+            kubeconfig = embedded.up(name, topology=topology, server_module="gpulab.cluster.serve",
+                                     feature_gates=feature_gates)
     finally:
         if old is None:
             os.environ.pop("GPULAB_HOME", None)

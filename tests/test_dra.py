@@ -115,8 +115,8 @@ def events(core, name: str, reason: str) -> list[str]:
 
 def test_the_kinds_are_served_with_upstreams_columns(kubectl, driver):
     out = kubectl("api-resources", "--api-group=resource.k8s.io", "--no-headers").stdout.split("\n")
-    assert [line.split()[0] for line in out if line] == ["deviceclasses", "resourceclaims", "resourceclaimtemplates",
-                                                         "resourceslices"]
+    assert [line.split()[0] for line in out if line] == ["deviceclasses", "devicetaintrules", "resourceclaims",
+                                                         "resourceclaimtemplates", "resourceslices"]
     assert kubectl("get", "resourceslices").stdout.split("\n")[0].split() == ["NAME", "NODE", "DRIVER", "POOL",
                                                                               "AGE"]
     row = kubectl("get", "resourceslices", "--field-selector", f"spec.nodeName={NODE}", "--no-headers").stdout
@@ -189,8 +189,7 @@ def test_scheduling_errors_read_as_upstreams(core, resource, driver):
     assert typo.endswith(": selector #0: CEL runtime error: no such key: modle")
     classless = wait_for(lambda: events(core, "classless", "FailedScheduling"), what="classless's event")[0]
     assert classless == ("0/4 nodes are available: request accel: device class missing.example.com does not exist. "
-                         "still not schedulable, preemption: 0/4 nodes are available: 4 Preemption is not helpful "
-                         "for scheduling.")
+                         "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.")
     for name in ("typo", "classless"):
         core.delete_namespaced_pod(name, NS, grace_period_seconds=0)
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-# `kubectl api-resources` of a v1.37 kind cluster, less DeviceTaintRule (docs/fidelity.md says why).
+# `kubectl api-resources` of a v1.37 kind cluster.
 API_RESOURCES = """
 bindings  v1 true Binding
 componentstatuses cs v1 false ComponentStatus
@@ -69,6 +69,7 @@ clusterroles  rbac.authorization.k8s.io/v1 false ClusterRole
 rolebindings  rbac.authorization.k8s.io/v1 true RoleBinding
 roles  rbac.authorization.k8s.io/v1 true Role
 deviceclasses  resource.k8s.io/v1 false DeviceClass
+devicetaintrules  resource.k8s.io/v1 false DeviceTaintRule
 resourceclaims  resource.k8s.io/v1 true ResourceClaim
 resourceclaimtemplates  resource.k8s.io/v1 true ResourceClaimTemplate
 resourceslices  resource.k8s.io/v1 false ResourceSlice

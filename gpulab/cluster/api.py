@@ -334,8 +334,12 @@ class Api:
             meta["namespace"] = ometa.get("namespace", "")
         record = manager and not managed_done
         if subresource == "status":
-            # A status write keeps everything else of the stored object before its fields are recorded.
+            # A status write keeps everything else of the stored object before its fields are recorded; the fields
+            # an apply recorded already stay (ResetObjectMetaForStatus leaves managedFields alone).
+            applied_fields = meta.get("managedFields") if managed_done else None
             new = strategy.prepare_for_update(new, old, subresource)
+            if applied_fields is not None:
+                new["metadata"]["managedFields"] = applied_fields
             if record:
                 new = update_managed_fields(old, new, rt, manager=manager, operation=operation,
                                             subresource=subresource, now=rfc3339(self.clock()),

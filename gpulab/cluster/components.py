@@ -7,11 +7,13 @@ plane's controllers, the scheduler, the node agent).
 """
 from __future__ import annotations
 
+from . import features
 from .controllers.apiservices import APIServiceRegistrationController
 from .controllers.clusterrole_aggregation import ClusterRoleAggregationController
 from .controllers.cronjob import CronJobController
 from .controllers.daemonset import DaemonSetController
 from .controllers.deployment import DeploymentController
+from .controllers.device_taint_eviction import DeviceTaintEvictionController
 from .controllers.disruption import DisruptionController
 from .controllers.endpoints import EndpointsController
 from .controllers.endpointslice import EndpointSliceController
@@ -60,6 +62,8 @@ def build(api, config) -> list:
         ResourceQuotaController(api),
         APIServiceRegistrationController(api),
         ResourceClaimController(api),
+        # requiredFeatureGates of kube-controller-manager's descriptor: DynamicResourceAllocation, DRADeviceTaints
+        *([DeviceTaintEvictionController(api)] if features.enabled("DRADeviceTaints") else []),
         Scheduler(api, config.cluster_name),
         Kubelet(api, catalog=load_catalog(*config.images())),
     ]

@@ -20,7 +20,8 @@ DEFAULTS: dict[str, bool] = {
     "DynamicResourceAllocation": True,  # GA since v1.34, locked
     "DRAPrioritizedList": True,  # GA v1.36
     "DRAAdminAccess": True,  # GA v1.36
-    "DRADeviceTaints": True,  # GA v1.37
+    "DRADeviceTaints": True,  # GA v1.37: slice taints, tolerations, the device taint eviction controller
+    "DRADeviceTaintRules": True,  # GA v1.37 (needs DRADeviceTaints): the scheduler and controller honour rules
     "DRAExtendedResource": True,  # GA v1.37, locked
     "DRAPartitionableDevices": True,  # beta v1.36, on
     "DRAConsumableCapacity": True,  # beta v1.36, on

@@ -114,8 +114,8 @@ def test_devices_are_not_given_twice_and_the_third_pod_waits_unresolvable():
     assert sorted(c.devices_of("c0") + c.devices_of("c1")) == ["gpu-0", "gpu-1"]
     assert c.node_of("p2") is None and c.allocation("c2") is None
     assert c.message("p2") == (
-        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 cannot allocate all claims. still not "
-        "schedulable, preemption: 0/4 nodes are available: 4 " + NOT_HELPFUL + ".")
+        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 cannot allocate all claims. preemption: "
+        "0/4 nodes are available: 4 " + NOT_HELPFUL + ".")
 
 def test_selectors_count_and_all():
     c = DraCluster()
@@ -224,8 +224,7 @@ def test_a_missing_device_class_and_a_cel_runtime_error_are_upstreams_messages()
     c.claim_pod("q", "typo")
     c.run()
     assert c.message("p") == ("0/4 nodes are available: request gpu: device class missing.example.com does not "
-                              "exist. still not schedulable, preemption: 0/4 nodes are available: 4 " + NOT_HELPFUL
-                              + ".")
+                              "exist. preemption: 0/4 nodes are available: 4 " + NOT_HELPFUL + ".")
     assert c.message("q") == (
         'running "DynamicResources" filter plugin: claim default/typo: selector #0: CEL runtime error: no such key: '
         "modle")

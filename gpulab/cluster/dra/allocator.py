@@ -99,15 +99,19 @@ def _node_matches(selector: dict, node: dict) -> bool:
     return any(term_matches(t, labels, name) for t in selector.get("nodeSelectorTerms") or ())
 
 
+def rule_matches(rule: dict, driver: str, pool: str, device: str) -> bool:
+    """Whether a DeviceTaintRule's selector picks a device: each field it sets must match; a rule without a
+    selector picks nothing, an empty selector everything (resourceslice/tracker applyPatches)."""
+    sel = (rule.get("spec") or {}).get("deviceSelector")
+    if not isinstance(sel, dict):
+        return False
+    return all(sel.get(k) is None or sel.get(k) == v for k, v in (("driver", driver), ("pool", pool),
+                                                                  ("device", device)))
+
+
 def _rule_taints(rules: Iterable[dict], driver: str, pool: str, device: str) -> tuple[dict, ...]:
-    out = []
-    for rule in rules:
-        spec = rule.get("spec") or {}
-        sel = spec.get("deviceSelector") or {}
-        if all(not sel.get(k) or sel.get(k) == v for k, v in (("driver", driver), ("pool", pool), ("device", device))):
-            if spec.get("taint"):
-                out.append(spec["taint"])
-    return tuple(out)
+    return tuple(rule["spec"]["taint"] for rule in rules
+                 if (rule["spec"].get("taint") and rule_matches(rule, driver, pool, device)))
 
 
 @dataclass(frozen=True)
@@ -140,8 +144,9 @@ class Inventory:
     with the slices.
     """
 
-    def __init__(self, slices: Iterable[dict], taint_rules: Iterable[dict] = ()):
-        rules = list(taint_rules)
+    def __init__(self, slices: Iterable[dict], taint_rules: Iterable[dict] = (), *, device_taints: bool = True):
+        # device_taints False: the DRADeviceTaints gate is off, and taints are ignored (features.DeviceTaints)
+        rules = list(taint_rules) if device_taints else []
         self.pools: dict[tuple[str, str], Pool] = {}
         for rs in slices:
             spec = rs.get("spec") or {}
@@ -164,9 +169,9 @@ class Inventory:
                         name: parse_quantity(str((c or {}).get("value", "0")))
                         for name, c in (counter_set.get("counters") or {}).items()}
                 for device in spec.get("devices") or ():
+                    own = tuple(device.get("taints") or ()) if device_taints else ()
                     ref = DeviceRef(pool.driver, pool.name, device["name"], device, rs["metadata"]["name"], None,
-                                    tuple(device.get("taints") or ()) + _rule_taints(rules, pool.driver, pool.name,
-                                                                                    device["name"]))
+                                    own + _rule_taints(rules, pool.driver, pool.name, device["name"]))
                     if ref.id in self.devices:
                         pool.invalid = f"duplicate device name {device['name']}"
                     self.devices[ref.id] = ref

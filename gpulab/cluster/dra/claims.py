@@ -13,6 +13,7 @@ CLAIMS = "resourceclaims.resource.k8s.io"
 TEMPLATES = "resourceclaimtemplates.resource.k8s.io"
 CLASSES = "deviceclasses.resource.k8s.io"
 SLICES = "resourceslices.resource.k8s.io"
+TAINT_RULES = "devicetaintrules.resource.k8s.io"
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 DELETE_PROTECTION_FINALIZER = "resource.kubernetes.io/delete-protection"
 CLAIM_NOT_CREATED = "ResourceClaim not created yet"  # resourceclaim.ErrClaimNotFound

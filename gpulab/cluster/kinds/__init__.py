@@ -36,6 +36,7 @@ from .deployments import DeploymentStrategy
 from .endpoints import EndpointsStrategy
 from .endpointslices import EndpointSliceStrategy
 from .deviceclasses import DeviceClassStrategy
+from .devicetaintrules import DeviceTaintRuleStrategy
 from .events import EventStrategy
 from .flowschemas import FlowSchemaStrategy
 from .horizontalpodautoscalers import HorizontalPodAutoscalerStrategy
@@ -116,7 +117,8 @@ BUILTIN: tuple[Strategy, ...] = (
     # rbac.authorization.k8s.io/v1
     ClusterRoleBindingStrategy(), ClusterRoleStrategy(), RoleBindingStrategy(), RoleStrategy(),
     # resource.k8s.io/v1
-    DeviceClassStrategy(), ResourceClaimStrategy(), ResourceClaimTemplateStrategy(), ResourceSliceStrategy(),
+    DeviceClassStrategy(), DeviceTaintRuleStrategy(), ResourceClaimStrategy(), ResourceClaimTemplateStrategy(),
+    ResourceSliceStrategy(),
     # scheduling.k8s.io/v1beta1 (behind their gates)
     WorkloadStrategy(), PodGroupStrategy(),
 )

@@ -11,6 +11,7 @@ from ..printers import Printer
 from ..printers import resource as printers
 from ..registry import ResourceType
 from ..validation import resource as validation
+from .dra_gates import drop_tolerations
 from .strategy import Context, Strategy
 
 
@@ -25,6 +26,12 @@ class ResourceClaimStrategy(Strategy):
     def prepare_for_create(self, obj: dict, ctx: Context) -> None:
         super().prepare_for_create(obj, ctx)
         obj["status"] = {}
+        drop_tolerations(obj.get("spec"), None)
+
+    def prepare_for_update(self, new: dict, old: dict, subresource: str | None = None) -> dict:
+        if subresource is None:
+            drop_tolerations(new.get("spec"), old.get("spec"))
+        return super().prepare_for_update(new, old, subresource)
 
     def validate(self, obj: dict) -> list:
         return validation.validate_claim(obj)

@@ -7,7 +7,8 @@ from ..printers import Printer
 from ..printers import resource as printers
 from ..registry import ResourceType
 from ..validation import resource as validation
-from .strategy import Strategy
+from .dra_gates import drop_tolerations
+from .strategy import Context, Strategy
 
 
 class ResourceClaimTemplateStrategy(Strategy):
@@ -16,6 +17,14 @@ class ResourceClaimTemplateStrategy(Strategy):
 
     def default(self, obj: dict) -> None:
         defaults.default_claim_spec((obj.get("spec") or {}).get("spec"))
+
+    def prepare_for_create(self, obj: dict, ctx: Context) -> None:
+        super().prepare_for_create(obj, ctx)
+        drop_tolerations((obj.get("spec") or {}).get("spec"), None)
+
+    def prepare_for_update(self, new: dict, old: dict, subresource: str | None = None) -> dict:
+        drop_tolerations((new.get("spec") or {}).get("spec"), (old.get("spec") or {}).get("spec"))
+        return super().prepare_for_update(new, old, subresource)
 
     def validate(self, obj: dict) -> list:
         return validation.validate_claim_template(obj)

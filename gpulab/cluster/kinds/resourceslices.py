@@ -2,8 +2,9 @@
 
 Selectable by ``spec.nodeName`` and ``spec.driver`` (the fields a kubelet
 plugin and the scheduler list slices by); a device taint without
-``timeAdded`` gets the time it was stored (SetDefaults_DeviceTaint, which
-reads the clock).
+``timeAdded`` gets the time it was stored, on create and on update
+(SetDefaults_DeviceTaint, which reads the clock whenever a request is decoded:
+a driver republishing a slice with a new taint leaves the time to the server).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ..printers import Printer
 from ..printers import resource as printers
 from ..registry import ResourceType
 from ..validation import resource as validation
+from .dra_gates import drop_taints
 from .strategy import Context, Strategy
 
 
@@ -30,7 +32,15 @@ class ResourceSliceStrategy(Strategy):
 
     def prepare_for_create(self, obj: dict, ctx: Context) -> None:
         super().prepare_for_create(obj, ctx)
+        drop_taints(obj, None)
         _stamp_taints(obj, rfc3339(ctx.clock()))
+
+    def prepare_for_update(self, new: dict, old: dict, subresource: str | None = None) -> dict:
+        drop_taints(new, old)
+        return super().prepare_for_update(new, old, subresource)
+
+    def admit_update(self, obj: dict, old: dict, ctx: Context) -> None:
+        _stamp_taints(obj, rfc3339(ctx.clock()))  # defaulting, which needs the API's clock
 
     def validate(self, obj: dict) -> list:
         return validation.validate_slice(obj)

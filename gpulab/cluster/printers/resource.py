@@ -1,9 +1,9 @@
 """Printers of resource.k8s.io kinds: ports of printDeviceClass, printResourceClaim (with
-resourceClaimState), printResourceClaimTemplate and printResourceSlice in
+resourceClaimState), printResourceClaimTemplate, printResourceSlice and printDeviceTaint in
 kubernetes/pkg/printers/internalversion/printers.go."""
 from __future__ import annotations
 
-from .cells import age, name
+from .cells import age, name, since
 from .columns import age_column, column, doc, name_column
 
 RESOURCE = "io.k8s.api.resource.v1."
@@ -55,3 +55,18 @@ def slice_cells(rs: dict, now_us: int) -> list:
     spec = rs.get("spec") or {}
     return [name(rs), spec.get("nodeName") or "", spec.get("driver") or "", (spec.get("pool") or {}).get("name", ""),
             age(rs, now_us)]
+
+
+def taint_rule_columns() -> list[dict]:
+    """DeviceTaintRule: the taint (the selector is left out upstream: a descriptive name says it better)."""
+    taint = RESOURCE + "DeviceTaint"
+    return [name_column(), column("Key", description=doc(taint, "key")),
+            column("Value", description=doc(taint, "value")), column("Effect", description=doc(taint, "effect")),
+            column("TimeAdded", description=doc(taint, "timeAdded")), age_column()]
+
+
+def taint_rule_cells(rule: dict, now_us: int) -> list:
+    taint = (rule.get("spec") or {}).get("taint") or {}
+    added = since(taint["timeAdded"], now_us) if taint.get("timeAdded") else ""
+    return [name(rule), taint.get("key") or "", taint.get("value") or "", taint.get("effect") or "", added,
+            age(rule, now_us)]

@@ -6,14 +6,18 @@ and allocation modes, CEL selectors compiled at create with the compiler's
 error text (``compilation failed: ...``), constraints naming existing
 requests, tolerations, opaque configuration, extended resource names, slices'
 node selection, devices, attributes, capacities and shared counters, and the
-immutability of claim and template specs. Size limits are upstream's constants.
+immutability of claim and template specs; DeviceTaintRules (selector names, the
+taint, status conditions). Size limits are upstream's constants.
 """
 from __future__ import annotations
+
+import re
 
 from ..dra.selectors import MAX_EXPRESSION_LENGTH, compile_error
 from ..errors import FieldError
 from .field import OMIT, duplicate, forbidden, immutable, invalid, not_supported, required, too_long, too_many
-from .formats import is_dns1123_label, is_dns1123_subdomain, is_qualified_name, name_is_dns_subdomain
+from .formats import (is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
+                      name_is_dns_subdomain, regex_error)
 from .meta import validate_object_meta
 from .path import Path
 from .resources import validate_resource_name
@@ -33,6 +37,9 @@ MAX_RESERVED_FOR = 256  # ResourceClaimReservedForMaxSize
 MAX_COUNTER_SETS = 8  # ResourceSliceMaxCounterSets
 MAX_ID_LENGTH = 64  # DeviceMaxIDLength
 MAX_STRING_ATTRIBUTE = 64  # DeviceAttributeMaxValueLength
+MAX_TAINTS = 16  # DeviceTaintsMaxLength
+MAX_POOL_NAME = 253  # PoolNameMaxLength
+MAX_RULE_CONDITIONS = 8  # DeviceTaintRuleStatusMaxConditions
 MODES = ["All", "ExactCount"]
 TOLERATION_OPERATORS = ["Equal", "Exists"]
 TAINT_EFFECTS = ["NoExecute", "NoSchedule", "None"]
@@ -121,6 +128,8 @@ def _tolerations(tolerations, path: Path) -> list[FieldError]:
             errs.append(not_supported(p.child("operator"), op, TOLERATION_OPERATORS))
         elif op == "Exists" and tol.get("value"):
             errs.append(invalid(p.child("value"), tol["value"], "must be empty for operator `Exists`"))
+        elif op == "Equal":
+            errs += _label_value(tol.get("value") or "", p.child("value"))
         effect = tol.get("effect")
         if effect and effect not in TAINT_EFFECTS:
             errs.append(not_supported(p.child("effect"), effect, TAINT_EFFECTS))
@@ -367,20 +376,33 @@ def _device(device: dict, path: Path, counter_sets: dict[str, set[str]], per_dev
     return errs
 
 
-def _taints(taints, path: Path) -> list[FieldError]:
-    errs = []
-    for i, taint in enumerate(taints or ()):
-        taint, p = taint or {}, path.index(i)
-        key = taint.get("key") or ""
-        if not key:
-            errs.append(required(p.child("key")))
-        else:
-            errs += [invalid(p.child("key"), key, msg) for msg in is_qualified_name(key)]
-        effect = taint.get("effect") or ""
+def _label_value(value: str, path: Path) -> list[FieldError]:
+    return [invalid(path, value, msg) for msg in is_valid_label_value(value)]
+
+
+def _taint(taint: dict, old: dict | None, path: Path) -> list[FieldError]:
+    """validateDeviceTaint: a label-name key, a label value, and an effect checked only when it changed (so
+    stored objects with an effect added later stay valid)."""
+    key = taint.get("key") or ""
+    if not key:
+        errs = [required(path.child("key"))]
+    else:
+        errs = [invalid(path.child("key"), key, msg) for msg in is_qualified_name(key)]
+    if taint.get("value"):
+        errs += _label_value(taint["value"], path.child("value"))
+    effect = taint.get("effect") or ""
+    if old is None or (old.get("effect") or "") != effect:
         if not effect:
-            errs.append(required(p.child("effect")))
+            errs.append(required(path.child("effect")))
         elif effect not in TAINT_EFFECTS:
-            errs.append(not_supported(p.child("effect"), effect, TAINT_EFFECTS))
+            errs.append(not_supported(path.child("effect"), effect, TAINT_EFFECTS))
+    return errs
+
+
+def _taints(taints, path: Path) -> list[FieldError]:
+    items, errs = _list(taints, MAX_TAINTS, path)
+    for i, taint in enumerate(items):
+        errs += _taint(taint or {}, None, path.index(i))
     return errs
 
 
@@ -440,3 +462,102 @@ def validate_slice_update(new: dict, old: dict) -> list[FieldError]:
     errs = immutable(SPEC.child("driver"), spec.get("driver"), old_spec.get("driver"))
     errs += immutable(SPEC.child("nodeName"), spec.get("nodeName"), old_spec.get("nodeName"))
     return errs + validate_slice(new)
+
+
+# --- DeviceTaintRule -----------------------------------------------------------
+def _driver_name(name: str, path: Path) -> list[FieldError]:
+    """ValidateCSIDriverName, which resource.k8s.io uses for driver names."""
+    if not name:
+        return [required(path)]
+    errs = [too_long(path, 63)] if len(name) > 63 else []
+    return errs + [invalid(path, name, msg) for msg in is_dns1123_subdomain(name.lower())]
+
+
+def _pool_name(name: str, path: Path) -> list[FieldError]:
+    """validatePoolName: DNS subdomains separated by slashes, at most 253 characters."""
+    if not name:
+        return [required(path)]
+    errs = [too_long(path, MAX_POOL_NAME)] if len(name) > MAX_POOL_NAME else []
+    for part in name.split("/"):
+        errs += _dns_subdomain(part, path)
+    return errs
+
+
+def _rule_spec(spec: dict, old_spec: dict | None) -> list[FieldError]:
+    errs: list[FieldError] = []
+    selector, sp = spec.get("deviceSelector"), SPEC.child("deviceSelector")
+    if isinstance(selector, dict):
+        if selector.get("driver") is not None:
+            errs += _driver_name(selector["driver"], sp.child("driver"))
+        if selector.get("pool") is not None:
+            errs += _pool_name(selector["pool"], sp.child("pool"))
+        if selector.get("device") is not None:
+            errs += _dns_label(selector["device"], sp.child("device"))
+    old_taint = (old_spec or {}).get("taint") or {} if old_spec is not None else None
+    return errs + _taint(spec.get("taint") or {}, old_taint, SPEC.child("taint"))
+
+
+def validate_taint_rule(rule: dict) -> list[FieldError]:
+    """ValidateDeviceTaintRule."""
+    errs = validate_object_meta(rule.get("metadata") or {}, False, name_is_dns_subdomain)
+    return errs + _rule_spec(rule.get("spec") or {}, None)
+
+
+def validate_taint_rule_update(new: dict, old: dict) -> list[FieldError]:
+    """ValidateDeviceTaintRuleUpdate: the spec again, the taint's effect only if it changed."""
+    return _rule_spec(new.get("spec") or {}, old.get("spec") or {})
+
+
+_CONDITION_STATUSES = ["False", "True", "Unknown"]
+_REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+
+
+def _conditions(conditions, path: Path) -> list[FieldError]:
+    """metav1validation.ValidateConditions: unique types, label-name types, a known status, a reason in the
+    condition reason format, a transition time, a non-negative observedGeneration."""
+    errs: list[FieldError] = []
+    seen: set[str] = set()
+    for i, cond in enumerate(conditions or ()):
+        cond, p = cond or {}, path.index(i)
+        type_ = cond.get("type") or ""
+        if type_ in seen:
+            errs.append(duplicate(p, type_))
+        seen.add(type_)
+        if not type_:
+            errs.append(required(p.child("type"), "is required"))
+        else:
+            errs += [invalid(p.child("type"), type_, msg) for msg in is_qualified_name(type_)]
+        status = cond.get("status") or ""
+        if not status:
+            errs.append(required(p.child("status")))
+        elif status not in _CONDITION_STATUSES:
+            errs.append(not_supported(p.child("status"), status, _CONDITION_STATUSES))
+        if int(cond.get("observedGeneration") or 0) < 0:
+            errs.append(invalid(p.child("observedGeneration"), cond["observedGeneration"],
+                                "must be greater than or equal to zero"))
+        if not cond.get("lastTransitionTime"):
+            errs.append(required(p.child("lastTransitionTime")))
+        reason = cond.get("reason") or ""
+        if not reason:
+            errs.append(required(p.child("reason")))
+        else:
+            if not _REASON.match(reason):
+                errs.append(invalid(p.child("reason"), reason, regex_error(
+                    "a condition reason must start with alphabetic character, optionally followed by a string of "
+                    "alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'",
+                    _REASON.pattern[1:-1], "my_name", "MY_NAME", "MyName", "ReasonA,ReasonB", "ReasonA:ReasonB")))
+            if len(reason) > 1024:
+                errs.append(too_long(p.child("reason"), 1024))
+        if len(cond.get("message") or "") > 32 * 1024:
+            errs.append(too_long(p.child("message"), 32 * 1024))
+    return errs
+
+
+def validate_taint_rule_status_update(new: dict, old: dict) -> list[FieldError]:
+    """ValidateDeviceTaintRuleStatusUpdate: the conditions, at most 8 of them."""
+    conditions = (new.get("status") or {}).get("conditions") or []
+    path = Path("status").child("conditions")
+    errs = _conditions(conditions, path)
+    if len(conditions) > MAX_RULE_CONDITIONS:
+        errs.append(too_many(path, len(conditions), MAX_RULE_CONDITIONS))
+    return errs

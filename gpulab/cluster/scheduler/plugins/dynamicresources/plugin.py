@@ -16,8 +16,9 @@
   CEL runtime error: no such key: model``;
 * PostFilter: a claim this scheduler allocated and nobody uses is deallocated
   so another node may be tried (``deallocation of ResourceClaim completed``),
-  otherwise ``still not schedulable``; for a pod without claims v1.37 adds no
-  text (kubernetes/kubernetes#140222 dropped v1.36's ``no new claims to
+  otherwise it adds no text, as for a pod without claims (v1.37's
+  ``deallocateOrDeletePodClaims`` ends with a bare Unschedulable;
+  kubernetes/kubernetes#140222 dropped v1.36's ``no new claims to
   deallocate``);
 * Filter's scope is ``SETS``: ``filter_sets`` gives every node its verdict in
   one pass (the nodes of one verdict form one set), so the framework asks
@@ -32,13 +33,14 @@ from __future__ import annotations
 
 from itertools import zip_longest
 
+from .... import features
 from ....dra.allocator import AllocationError, Allocator
-from ....dra.claims import (CLAIMS, CLASSES, DELETE_PROTECTION_FINALIZER, SLICES, ClaimNameError, claim_name,
-                            is_for_pod, is_reserved_for, pod_claims, pod_reference)
+from ....dra.claims import (CLAIMS, CLASSES, DELETE_PROTECTION_FINALIZER, SLICES, TAINT_RULES, ClaimNameError,
+                            claim_name, is_for_pod, is_reserved_for, pod_claims, pod_reference)
 from ....errors import ApiError
 from ....objects import clone, rfc3339
 from ....scheduler.nodeselectors import term_matches
-from ...events import ADD, NODE, UPDATE, UPDATE_NODE_LABEL, ClusterEventWithHint
+from ...events import ADD, DELETE, NODE, UPDATE, UPDATE_NODE_LABEL, ClusterEventWithHint
 from ...interface import (SETS, EnqueueExtensions, FilterPlugin, PostFilterPlugin, PostFilterResult, PreBindPlugin,
                           PreEnqueuePlugin, PreFilterPlugin, ReservePlugin)
 from ...status import ERROR, SKIP_STATUS, UNSCHEDULABLE, Status, unresolvable, unschedulable
@@ -111,10 +113,14 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         return self._tracker
 
     def events_to_register(self) -> list:
-        return [ClusterEventWithHint(CLAIMS, frozenset({ADD, UPDATE})),
-                ClusterEventWithHint(SLICES, frozenset({ADD, UPDATE})),
-                ClusterEventWithHint(CLASSES, frozenset({ADD, UPDATE})),
-                ClusterEventWithHint(NODE, frozenset({ADD, UPDATE_NODE_LABEL}))]
+        events = [ClusterEventWithHint(CLAIMS, frozenset({ADD, UPDATE})),
+                  ClusterEventWithHint(SLICES, frozenset({ADD, UPDATE})),
+                  ClusterEventWithHint(CLASSES, frozenset({ADD, UPDATE})),
+                  ClusterEventWithHint(NODE, frozenset({ADD, UPDATE_NODE_LABEL}))]
+        if features.enabled("DRADeviceTaints") and features.enabled("DRADeviceTaintRules"):
+            # upstream's tracker turns any change of a rule into an update of the slices it taints
+            events.append(ClusterEventWithHint(TAINT_RULES, frozenset({ADD, UPDATE, DELETE})))
+        return events
 
     # --- claims of a pod ------------------------------------------------------
     def _pod_claims(self, pod) -> list[dict] | str:
@@ -233,7 +239,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 except ApiError as exc:
                     return PostFilterResult(Status(ERROR, (str(exc),), NAME))
                 return PostFilterResult(unschedulable("deallocation of ResourceClaim completed", plugin=NAME))
-        return PostFilterResult(unschedulable("still not schedulable", plugin=NAME))
+        return PostFilterResult(Status(UNSCHEDULABLE, (), NAME))
 
     def reserve(self, state, pod, node_name: str) -> Status | None:
         data: _State | None = state.read(NAME)

@@ -1,7 +1,8 @@
 """What the DynamicResources plugin keeps between cycles (its dra_manager.go and the claim assume cache).
 
 * the inventory of devices (``dra.allocator.Inventory``), rebuilt when a
-  ResourceSlice changes;
+  ResourceSlice or a DeviceTaintRule changes (upstream's resourceslice tracker
+  applies the rules' taints to the slices the plugin sees);
 * the devices allocated claims hold (``InUse``), kept up to date from claim
   changes (each change adds or removes that claim's results, so a pod's
   cycle costs the same with 3 claims allocated or 3,000), plus the
@@ -10,8 +11,9 @@
 """
 from __future__ import annotations
 
+from .... import features
 from ....dra.allocator import Inventory, InUse
-from ....dra.claims import CLAIMS, SLICES
+from ....dra.claims import CLAIMS, SLICES, TAINT_RULES
 
 
 def _results(claim: dict) -> list[dict]:
@@ -27,13 +29,19 @@ class ClaimTracker:
         self.in_flight: dict[str, list[dict]] = {}  # claim uid -> results reserved but not yet written
         self._holding = InUse()  # what the allocated claims hold, changed in place
         self._in_use: InUse | None = None  # a copy of it handed to allocators, made again after a change
+        self.taints = features.enabled("DRADeviceTaints")
+        self.rules = self.taints and features.enabled("DRADeviceTaintRules")
         api.subscribe(SLICES, self._on_slice)
+        if self.rules:
+            api.subscribe(TAINT_RULES, self._on_slice)
         api.subscribe(CLAIMS, self._on_claim)
         for claim in api.list(CLAIMS):
             self._on_claim("ADDED", claim, None)
 
     def stop(self) -> None:
         self.api.unsubscribe(SLICES, self._on_slice)
+        if self.rules:
+            self.api.unsubscribe(TAINT_RULES, self._on_slice)
         self.api.unsubscribe(CLAIMS, self._on_claim)
 
     def _on_slice(self, event_type: str, obj: dict, old: dict | None) -> None:
@@ -57,7 +65,8 @@ class ClaimTracker:
     @property
     def inventory(self) -> Inventory:
         if self._inventory is None:
-            self._inventory = Inventory(self.api.list(SLICES))
+            rules = self.api.list(TAINT_RULES) if self.rules else ()
+            self._inventory = Inventory(self.api.list(SLICES), rules, device_taints=self.taints)
         return self._inventory
 
     def in_use(self, excluding: set[str] = frozenset()) -> InUse:
