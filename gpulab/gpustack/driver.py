@@ -96,7 +96,8 @@ class UpgradePolicy:
         deletion = policy.get("podDeletion") or {}
         drain = policy.get("drain") or {}
         return cls(bool(policy.get("autoUpgrade", True)), int(policy.get("maxParallelUpgrades", 1) or 0),
-                   bool(deletion.get("force", False)), bool(drain.get("enable", False)), bool(drain.get("force", False)))
+                   bool(deletion.get("force", False)), bool(drain.get("enable", False)),
+                   bool(drain.get("force", False)))
 
 
 def unmanaged_refusal(pods: list[dict]) -> str | None:

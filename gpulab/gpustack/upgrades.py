@@ -95,7 +95,8 @@ class DriverUpgrades:
                                                   "Deleted workload pods on the node for the driver upgrade")
             elif state == driver.DRAIN_REQUIRED:
                 others = [p for p in pods_here if (active(p) or meta(p).get("deletionTimestamp"))
-                          and not _owned_by_daemonset(p) and (meta(p).get("labels") or {}).get(DRAIN_SKIP_LABEL) != "true"]
+                          and not _owned_by_daemonset(p)
+                          and (meta(p).get("labels") or {}).get(DRAIN_SKIP_LABEL) != "true"]
                 # common_manager.go ProcessDrainNodes: with drain disabled by policy, straight to the pod restart
                 if not upgrade.drain or self._delete_and_wait(node, others, upgrade.drain_force):
                     self._deleting.discard(name)

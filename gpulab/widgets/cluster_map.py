@@ -171,7 +171,8 @@ def render_map(nodes: list[dict], pods: list[dict], error: str | None = None) ->
     if unscheduled:
         items = "".join(_pod_html(p) for p in unscheduled)
         parts.append('<div style="border:1px dashed #9a6700;border-radius:6px;padding:6px 8px;min-width:200px;'
-                     f'font-size:12px;{_WRAP}"><b>not scheduled</b><ul style="margin:4px 0 0 0;padding-left:1.1em">{items}'
+                     f'font-size:12px;{_WRAP}"><b>not scheduled</b>'
+                     f'<ul style="margin:4px 0 0 0;padding-left:1.1em">{items}'
                      "</ul></div>")
     parts.append("</div>")
     if error:
