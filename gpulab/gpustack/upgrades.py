@@ -125,7 +125,8 @@ class DriverUpgrades:
         if not pods:
             return True
         if name not in self._deleting:
-            refusal = None if force else driver.unmanaged_refusal(pods)
+            refusal = None if force else driver.unmanaged_refusal(
+                [p for p in pods if not meta(p).get("deletionTimestamp")])
             if refusal:
                 self.stack.recorder.event({**node, "kind": "Node", "apiVersion": "v1"}, "Warning",
                                           driver.UPGRADE_EVENT_REASON, f"Failed to delete GPU pods: {refusal}")
