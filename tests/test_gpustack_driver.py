@@ -18,6 +18,11 @@ from .conftest import start_cluster, stop_cluster, wait_for
 H100_NODE = "gpulab-worker2"
 A100_NODE = "gpulab-worker3"
 STATE = "nvidia.com/gpu-driver-upgrade-state"
+# k8s-operator-libs pkg/upgrade (common_manager.go, pod_manager.go) with pod deletion on and drain off, as the
+# GPU Operator's chart sets them
+UPSTREAM_STATES = ("upgrade-required", "cordon-required", "wait-for-jobs-required", "pod-deletion-required",
+                   "drain-required", "pod-restart-required", "validation-required", "uncordon-required",
+                   "upgrade-done")
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("gpustack-driver")]
 
 
@@ -113,17 +118,20 @@ def test_changing_the_version_rolls_node_by_node(cluster):
     wait_for(lambda: label(cluster, A100_NODE, STATE) == "upgrade-done" and
              label(cluster, A100_NODE, "nvidia.com/cuda.driver-version.full") == "580.126.20",
              timeout=120, what="the A100 node on the new driver")
+    # the node left pod-deletion-required only once its GPU pods were gone: none is left terminating
+    assert not [p for p in pods(cluster, "app=served") if p["metadata"].get("deletionTimestamp")]
     messages = node_events(cluster, A100_NODE)
-    for state in ("upgrade-required", "cordon-required", "pod-deletion-required", "pod-restart-required",
-                  "validation-required", "uncordon-required", "upgrade-done"):
+    for state in UPSTREAM_STATES:
         assert f"Successfully updated node state label to {state}" in messages
+    # the pods are deleted and waited for (the drain helper), then the node moves on and says so
+    assert messages.index("Deleted workload pods on the node for the driver upgrade") == \
+        messages.index("Successfully updated node state label to drain-required") + 1
     # kubectl events lists them in the order they happened, though several share one second. upgrade-done
     # repeats the install's event, so (as client-go aggregates) it is that event with a count of 2.
     lines = [line for line in cluster.kubectl("events", "--for", f"node/{A100_NODE}").stdout.splitlines()
              if "Successfully updated node state label to" in line]
-    assert [line.rsplit(" to ", 1)[1] for line in lines if not line.endswith("upgrade-done")] == [
-        "upgrade-required", "cordon-required", "wait-for-jobs-required", "pod-deletion-required",
-        "pod-restart-required", "validation-required", "uncordon-required"], lines
+    assert [line.rsplit(" to ", 1)[1] for line in lines if not line.endswith("upgrade-done")] == \
+        list(UPSTREAM_STATES[:-1]), lines
     # (a busy machine can see the controller write upgrade-done once more as the node settles: a count of 3)
     done = next(line for line in lines if line.endswith("upgrade-done"))
     assert re.search(r"\(x[23] over ", done), lines

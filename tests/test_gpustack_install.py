@@ -149,7 +149,7 @@ def test_seed_infer_worker_lands_on_the_h100_node(cluster, installed):
     assert bound == H100_NODE
     notes = wait_for(lambda: json.loads(cluster.kubectl("get", "pod", "infer-worker", "-o", "json").stdout)[
         "metadata"].get("annotations", {}).get("gpulab.dev/device-allocation"), what="allocation")
-    devices = json.loads(notes)["containers"]["infer"]["devices"]["nvidia.com/gpu"]
+    devices = json.loads(notes)["containers"]["server"]["devices"]["nvidia.com/gpu"]
     assert len(devices) == 1 and devices[0].startswith("GPU-")
     cluster.kubectl("delete", "pod", "infer-worker", "--wait=false")
 

@@ -214,16 +214,62 @@ def test_the_quoted_outputs_are_the_narratives_words():
         "02-node-pools": ["gpulab-worker2", "node/gpulab-worker2 tainted", "untolerated taint",
                           "GPU   DCGM_FI_DEV_GPU_UTIL   DCGM_FI_DEV_FB_USED\n0     0                      0"],
         "03-h100-pod": ["pod/infer-worker created", "didn't match Pod's node affinity/selector",
-                        "pod/infer-worker condition met", "Insufficient nvidia.com/gpu", "must be an integer"],
+                        "pod/infer-worker condition met", "Insufficient nvidia.com/gpu", "must be an integer",
+                        'Back-off pulling image "registry.example.com/infer:1.0": ErrImagePull: failed to pull and '
+                        'unpack image "registry.example.com/infer:1.0"', "lookup registry.example.com",
+                        "no such host", "== Triton Inference Server ==", "Triton Server Version 2.54.0",
+                        '"Started HTTPService at 0.0.0.0:8000"'],
         "04a-mig": ["GPU   PROFILE   INSTANCE   DCGM_FI_DEV_FB_USED   DCGM_FI_DEV_FB_FREE", "1g.10gb", "mig-worker"],
         "04b-time-slicing": ["NVIDIA-A100-SXM4-40GB-SHARED", "NVIDIA A100-SXM4-40GB, 100 %, 12288 MiB, 40960 MiB",
                              "100                    12288", "gpulab-worker2   8      none",
                              "Attempting fallback strategies: [empty]"],
         "05-gang-scheduling": ["Complete", "podgroups                      scheduling.k8s.io/v1beta1",
-                               "PodGroupInitiallyScheduled   True"],
+                               "PodGroupInitiallyScheduled   True",
+                               "train-b workers refused at the filter (Insufficient nvidia.com/gpu): yes"],
         "06-dra": ["cannot allocate all claims", "CEL runtime error", "no such key: memory"],
     }.items():
         assert all(word in kept[module] for word in words), (module, words, kept[module])
+
+
+def test_the_sources_pod_is_its_manifest_verbatim_and_the_real_image_only_adds_to_it():
+    """Module 03 shows the source's manifest as the source gives it (its placeholder image included); the serving
+    manifest is that pod with a real image, its command and a model repository, nothing else changed."""
+    import yaml
+
+    source = yaml.safe_load((ROOT / "course" / "manifests" / "infer-worker.yaml").read_text())
+    assert source == {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "infer-worker"}, "spec": {
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+        "containers": [{"name": "server", "image": "registry.example.com/infer:1.0",
+                        "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+    serving = yaml.safe_load((ROOT / "course" / "manifests" / "infer-worker-serving.yaml").read_text())
+    container = serving["spec"]["containers"][0]
+    assert container.pop("image") == "nvcr.io/nvidia/tritonserver:25.01-py3"
+    assert container.pop("args")[0] == "tritonserver" and container.pop("volumeMounts")
+    assert serving["spec"].pop("volumes")
+    assert serving == {**source, "spec": {**source["spec"], "containers": [
+        {k: v for k, v in source["spec"]["containers"][0].items() if k != "image"}]}}
+    module = "\n".join(c.source for c in nbformat.read(ROOT / "course" / "03-h100-pod.ipynb", as_version=4).cells)
+    assert "!cat manifests/infer-worker.yaml" in module and "ImagePullBackOff" in module
+
+
+def test_the_wrap_up_and_the_setup_say_what_the_course_is():
+    """07 is module 07 and sums up every module (04c and 06 included); its takeaways are the source's words and
+    its further learning points to NVIDIA's GPU Operator documentation; 00 names the Kubernetes release the
+    embedded cluster reports."""
+    from gpulab.cluster.discovery import KUBE_VERSION
+
+    wrap_up = nbformat.read(ROOT / "course" / "07-wrap-up.ipynb", as_version=4).cells
+    assert wrap_up[0].source.startswith("# 07 · Wrap-up\n")
+    summary = wrap_up[0].source.split("## The common mistakes")[0]
+    assert all(f"({m})" in summary or f"module {m}" in summary.lower() for m in ("01", "02", "03", "04c", "05", "06"))
+    text = " ".join(" ".join(c.source for c in wrap_up if c.cell_type == "markdown").split())
+    assert "MIG gives isolation, time-slicing gives flexibility; pick by latency and tenancy needs" in text
+    assert "](https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/index.html)" in text
+    minor = ".".join(KUBE_VERSION.lstrip("v").split(".")[:2])
+    setup = "\n".join(c.source for c in nbformat.read(ROOT / "course" / "00-setup.ipynb", as_version=4).cells)
+    assert f"Kubernetes v{minor}-compatible" in setup
+    assert not re.search(r"Kubernetes v1\.\d+-compatible", setup.replace(f"v{minor}-compatible", ""))
 
 
 def test_a_graded_cell_writing_to_stderr_is_caught(tmp_path: Path):

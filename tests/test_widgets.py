@@ -296,3 +296,42 @@ def test_dcgm_plot_follows_a_trainer_from_idle_to_busy(gpu_cluster):
     assert bytes(plot.image.value).startswith(b"\x89PNG")
     busy = widgets.dcgm_readings("DCGM_FI_DEV_FB_USED", node="gpulab-worker2", pod="plotted-trainer", client=client)
     assert repr(busy).splitlines()[1:] == ["GPU   DCGM_FI_DEV_FB_USED   POD", "0     24467                 plotted-trainer"]
+
+
+LONG_LABELS_NODE = {**H100_NODE, "metadata": {"name": "gpulab-worker2", "labels": {
+    **H100_NODE["metadata"]["labels"], "nvidia.com/gpu-driver-upgrade-state": "pod-deletion-required",
+    "team.example.com/cost-center-for-inference-serving": "research-and-development-platform-inference-serving"}}}
+
+
+def test_map_cards_show_the_upgrade_state_and_break_long_labels():
+    cards, _ = node_cards([LONG_LABELS_NODE], [])
+    assert cards[0].shown_labels["nvidia.com/gpu-driver-upgrade-state"] == "pod-deletion-required"
+    page = render_map([LONG_LABELS_NODE], [])
+    card_style = re.search(r'<div style="(border:1px solid[^"]*)">', page).group(1)
+    assert "overflow-wrap:anywhere" in card_style and "max-width:100%" in card_style
+    assert ".gpulab-cluster-map code{white-space:pre-wrap;overflow-wrap:anywhere}" in page
+
+
+@pytest.mark.browser
+def test_long_labels_stay_inside_their_card_in_a_browser():
+    """Laid out by Chromium in a narrow output area, under a notebook's `code { white-space: pre }`: no card is
+    wider than the area, and no line overflows its card."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_browser import CHROMIUM_ARGS, chromium
+
+    page_html = ('<html><head><style>code{white-space:pre;font-family:monospace}</style></head>'
+                 f'<body style="margin:0"><div id="out" style="width:320px">'
+                 f'{render_map([LONG_LABELS_NODE, A100_NODE], [])}</div></body></html>')
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.set_content(page_html)
+            widths = page.evaluate("""() => [...document.querySelectorAll('.gpulab-cluster-map > div')].map(card =>
+                ({card: card.getBoundingClientRect().width, scroll: card.scrollWidth, client: card.clientWidth}))""")
+        finally:
+            browser.close()
+    assert len(widths) == 2
+    for w in widths:
+        assert w["card"] <= 320 and w["scroll"] <= w["client"], widths

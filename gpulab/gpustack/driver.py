@@ -87,13 +87,17 @@ class UpgradePolicy:
     auto_upgrade: bool = True
     max_parallel: int = 1
     force_gpu_pod_deletion: bool = False
+    drain: bool = False          # drain.enable: after the GPU pods, every other pod but DaemonSets' leaves the node
+    drain_force: bool = False
 
     @classmethod
     def from_spec(cls, spec: dict) -> "UpgradePolicy":
         policy = ((spec.get("driver") or {}).get("upgradePolicy")) or {}
         deletion = policy.get("podDeletion") or {}
+        drain = policy.get("drain") or {}
         return cls(bool(policy.get("autoUpgrade", True)), int(policy.get("maxParallelUpgrades", 1) or 0),
-                   bool(deletion.get("force", False)))
+                   bool(deletion.get("force", False)), bool(drain.get("enable", False)),
+                   bool(drain.get("force", False)))
 
 
 def unmanaged_refusal(pods: list[dict]) -> str | None:

@@ -26,7 +26,12 @@ WATCH_SECONDS = 2
 RENDER_INTERVAL = 0.25
 SYSTEM_NAMESPACES = ("kube-system", "gpu-operator", "scheduler-plugins", "local-path-storage")
 # Labels worth a line on a card: the GPU stack's summary labels, and whatever the learner set (pool=...).
-SHOWN_LABELS = (PRODUCT, COUNT, REPLICAS, SHARING, MIG_STRATEGY, MIG_CONFIG, MIG_STATE)
+SHOWN_LABELS = (PRODUCT, COUNT, REPLICAS, SHARING, MIG_STRATEGY, MIG_CONFIG, MIG_STATE,
+                "nvidia.com/gpu-driver-upgrade-state")   # the driver upgrade controller's step (module 01)
+# A card never grows past its row for a long label, taint or pod name: lines break anywhere (a label has no
+# spaces), and the notebook's own `code` style (white-space: pre in some front ends) is overridden in the map.
+_WRAP = "box-sizing:border-box;max-width:100%;overflow-wrap:anywhere;word-break:break-word"
+_CODE_WRAP = "<style>.gpulab-cluster-map code{white-space:pre-wrap;overflow-wrap:anywhere}</style>"
 _MACHINE_PREFIXES = ("kubernetes.io/", "beta.kubernetes.io/", "node-role.kubernetes.io/", "node.kubernetes.io/",
                      "nvidia.com/", "feature.node.kubernetes.io/", "topology.kubernetes.io/")
 
@@ -136,7 +141,7 @@ def _gpu_html(resource: str, allocatable: Decimal, used: Decimal) -> str:
 def render_card(card: NodeCard) -> str:
     status = "Ready" if card.ready else "NotReady"
     parts = ['<div style="border:1px solid #d0d7de;border-radius:6px;padding:6px 8px;min-width:230px;'
-             'flex:1 1 230px;font-size:12px">',
+             f'flex:1 1 230px;font-size:12px;{_WRAP}">',
              f"<div><b>{html.escape(card.name)}</b> <small>{card.role}, {status}</small></div>"]
     for key, value in card.shown_labels.items():
         parts.append(f"<div><code>{html.escape(key)}={html.escape(value)}</code></div>")
@@ -161,12 +166,13 @@ def render_card(card: NodeCard) -> str:
 
 def render_map(nodes: list[dict], pods: list[dict], error: str | None = None) -> str:
     cards, unscheduled = node_cards(nodes, pods)
-    parts = ['<div class="gpulab-cluster-map" style="display:flex;flex-wrap:wrap;gap:8px">']
+    parts = [_CODE_WRAP, '<div class="gpulab-cluster-map" style="display:flex;flex-wrap:wrap;gap:8px">']
     parts += [render_card(c) for c in cards]
     if unscheduled:
         items = "".join(_pod_html(p) for p in unscheduled)
         parts.append('<div style="border:1px dashed #9a6700;border-radius:6px;padding:6px 8px;min-width:200px;'
-                     f'font-size:12px"><b>not scheduled</b><ul style="margin:4px 0 0 0;padding-left:1.1em">{items}'
+                     f'font-size:12px;{_WRAP}"><b>not scheduled</b>'
+                     f'<ul style="margin:4px 0 0 0;padding-left:1.1em">{items}'
                      "</ul></div>")
     parts.append("</div>")
     if error:

@@ -173,3 +173,34 @@ def test_the_cuda_entrypoint_banner_warns_without_a_driver():
     assert code == 0 and output.startswith("\n==========\n== CUDA ==\n==========\n\nCUDA Version 12.4.1\n")
     assert "WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available.\n" in output
     assert output.endswith("ran\n")
+
+
+TRITON_BANNER = ("\n=============================\n== Triton Inference Server ==\n=============================\n\n"
+                 "NVIDIA Release 25.01 (build <unknown>)\nTriton Server Version 2.54.0\n\n"
+                 "Copyright (c) 2018-2025, NVIDIA CORPORATION & AFFILIATES.  All rights reserved.\n\n"
+                 "Various files include modifications (c) NVIDIA CORPORATION & AFFILIATES.  All rights reserved.\n\n"
+                 "This container image and its contents are governed by the NVIDIA Deep Learning Container License.\n")
+
+
+def test_the_triton_image_prints_its_own_banner_not_the_cuda_one():
+    """triton-inference-server/server docker/entrypoint.d: its title, release, server version and copyright."""
+    output, code, _ = run(["/opt/nvidia/nvidia_entrypoint.sh"], "nvcr.io/nvidia/tritonserver:25.01-py3")
+    assert code == 0 and output.startswith(TRITON_BANNER) and "== CUDA ==" not in output
+    assert "/NGC-DL-CONTAINER-LICENSE" not in output   # the CUDA images' line, not Triton's
+    older, _, _ = run(["/opt/nvidia/nvidia_entrypoint.sh"], "nvcr.io/nvidia/tritonserver:22.07-py3")
+    assert "NVIDIA Release 22.07 (build <unknown>)\nTriton Server Version 2.24.0\n" in older
+
+
+def test_tritonserver_needs_a_model_repository_then_serves():
+    output, code, _ = run(["/opt/nvidia/nvidia_entrypoint.sh", "tritonserver"], "nvcr.io/nvidia/tritonserver:25.01-py3")
+    assert code == 1 and output.endswith(
+        "error: creating server: Invalid argument - --model-repository must be specified\n")
+    output, code, server = run(["/opt/nvidia/nvidia_entrypoint.sh", "tritonserver", "--model-repository=/models"],
+                               "nvcr.io/nvidia/tritonserver:25.01-py3", until=5)
+    assert code is None and server.running
+    lines = output.splitlines()
+    assert lines[-3:] == ['I0101 00:00:05.000000 1 grpc_server.cc:2558] "Started GRPCInferenceService at 0.0.0.0:8001"',
+                          'I0101 00:00:05.000000 1 http_server.cc:4725] "Started HTTPService at 0.0.0.0:8000"',
+                          'I0101 00:00:05.000000 1 http_server.cc:358] "Started Metrics Service at 0.0.0.0:8002"']
+    assert "CUDA memory pool disabled" in output    # no /dev/nvidiactl: no GPU in this container
+    assert server.stop(START + 10) is True and server.exit_code == 0
