@@ -7,7 +7,9 @@ GPU instance, ``Hostname`` (the ``NODE_NAME`` the operator gives the exporter), 
 Go's sorted map order: the ``DCGM_FI_DRIVER_VERSION`` label field and, for a device a container holds,
 ``container``/``namespace``/``pod`` (``internal/pkg/transformation/kubernetes.go``; with time-slicing
 every replica maps to the one GPU, and on a MIG GPU the parent GPU's samples carry its last MIG pod, as
-that code's ``deviceToPodMap`` ends up). The values are the workload model's (:mod:`.usage`).
+that code's ``deviceToPodMap`` ends up). The values are the workload model's (:mod:`.usage`), with the
+node's faults (:mod:`.faults`): ``DCGM_FI_DEV_XID_ERRORS`` is the GPU's last XID, a thermal slowdown halves the
+SM clock, and a GPU off the bus reports nothing but its XID (DCGM reads blanks from it, which the exporter skips).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from importlib import resources
 
 import yaml
 
+from . import faults
 from .pods import meta
 from .usage import DeviceUse, NodeUsage, power_w, temperature_c
 
@@ -54,10 +57,12 @@ def _value(name: str, use: NodeUsage, device: DeviceUse, uptime_s: float) -> flo
     gpu_busy = use.gpu_util(index) > 0       # any of the GPU's instances
     activity, idle_clock = _activity()
     model = device.gpu.model
+    slowdown = 2 if faults.thermal(use.faults, index) else 1     # HW slowdown: clocks cut by half or more
     figures = {
         "zero": lambda: 0,
         "util": lambda: device.util,
-        "sm_clock": lambda: model.max_graphics_clock_mhz if gpu_busy else idle_clock,
+        "sm_clock": lambda: (model.max_graphics_clock_mhz if gpu_busy else idle_clock) // slowdown,
+        "xid": lambda: faults.last_xid(use.faults, index),
         "mem_clock": lambda: model.max_memory_clock_mhz,
         "gpu_temp": lambda: temperature_c(use, index),
         "memory_temp": lambda: temperature_c(use, index) + 4,
@@ -113,7 +118,7 @@ def render(use: NodeUsage, *, hostname: str, uptime_s: float) -> str:
     """The exporter's ``/metrics`` body for one node."""
     lines = []
     for counter in counters():
-        entities = _entities(counter, use)
+        entities = [d for d in _entities(counter, use) if not d.gpu.lost or counter.value == "xid"]
         if not entities:
             continue
         lines += [f"# HELP {counter.field} {counter.help}", f"# TYPE {counter.field} {counter.type}"]
