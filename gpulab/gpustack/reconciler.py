@@ -45,7 +45,7 @@ from ..kubeclient import LEASES, ApiException
 from . import allocation, driver, faults, migmanager, nfd, operator, standins, validator
 from .drakubeletplugin import RESOURCECLAIMS, KubeletPlugin, claim_node
 from .deviceplugin import (CONFIG_LABEL, ENDPOINT_STOP_GRACE_SECONDS, ConfigManagerError, LoadedConfig, choose_config,
-                           node_resources, plugin_devices)
+                           node_resources, plugin_devices, unhealthy_devices)
 from .events import Recorder
 from .gfd import GfdError, gfd_labels
 from .nodestate import node_gpus, read_layout
@@ -470,10 +470,8 @@ class GpuStack:
         return {resource: [d for d in listed if d.id not in unhealthy] for resource, listed in devices.items()}
 
     def _health_check(self, plugin: dict, node: dict, devices: dict) -> set[str]:
-        """The device IDs this plugin pod reports Unhealthy (k8s-device-plugin internal/rm/health.go): at start,
-        every device of a GPU NVML cannot reach (off the bus); while it runs, on each XID critical error it does
-        not ignore, the one device its map keeps for that GPU. ListAndWatch never reports a device healthy again,
-        so only a new plugin pod forgets."""
+        """The device IDs this plugin pod reports Unhealthy (:func:`.deviceplugin.unhealthy_devices`), with its
+        environment's XID settings. ListAndWatch never reports a device healthy again, so only a new pod forgets."""
         uid = meta(plugin)["uid"]
         env = {e.get("name"): e.get("value") for c in (plugin.get("spec") or {}).get("containers") or []
                for e in c.get("env") or []}
@@ -482,15 +480,7 @@ class GpuStack:
         if not faults.health_checks_run(disabled):
             return marked
         started = _parse_time((plugin.get("status") or {}).get("startTime")) or 0.0
-        listed = [d for resource in sorted(devices) for d in devices[resource]]
-        for fault in faults.read(meta(node).get("annotations")):
-            on_gpu = [d for d in listed if d.gpu_index == fault.gpu]
-            if not on_gpu:
-                continue
-            if fault.xid == faults.FALLEN_OFF_THE_BUS and fault.since_seconds() < started:
-                marked.update(d.id for d in on_gpu)       # registerDevices: no handle for the GPU's UUID
-            elif fault.since_seconds() >= int(started) and faults.plugin_marks_unhealthy(fault, disabled):
-                marked.add(max(d.id for d in on_gpu))     # parentToDeviceMap keeps one device per GPU UUID
+        marked |= unhealthy_devices(devices, faults.read(meta(node).get("annotations")), started, disabled)
         return marked
 
     @staticmethod

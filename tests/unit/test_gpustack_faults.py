@@ -119,3 +119,19 @@ def test_a_training_program_dies_with_the_cuda_error_of_a_fault_on_its_gpu():
     notes[faults.FAULTS_ANNOTATION] = faults.write((Fault(1, 79, STRUCK),))
     again = trainer(notes, START + 10)
     assert (again.exit_code, [line for _, line in again.log]) == (1, ["RuntimeError: CUDA error: unknown error"])
+
+
+def test_the_plugin_marks_one_replica_on_an_event_and_every_device_of_a_lost_gpu_at_start():
+    from gpulab.gpustack.deviceplugin import Device, unhealthy_devices
+
+    replicas = {"nvidia.com/gpu": [Device(f"{gpu_uuid('w', i)}::{n}", gpu_uuid("w", i), i)
+                                   for i in range(2) for n in range(4)]}
+    default = faults.disabled_xids(None, None)
+    # An XID while the plugin runs: parentToDeviceMap keeps one device per GPU UUID.
+    seen = unhealthy_devices(replicas, (Fault(1, 48, STRUCK),), START, default)
+    assert seen == {f"{gpu_uuid('w', 1)}::3"}
+    # The same XID before the plugin started: never seen; a GPU off the bus: no handle for any of its devices.
+    assert unhealthy_devices(replicas, (Fault(1, 48, STRUCK),), START + 10, default) == set()
+    lost = unhealthy_devices(replicas, (Fault(1, 79, STRUCK),), START + 10, default)
+    assert lost == {f"{gpu_uuid('w', 1)}::{n}" for n in range(4)}
+    assert unhealthy_devices(replicas, (Fault(1, 31, STRUCK), Fault(0, None, STRUCK)), START, default) == set()
