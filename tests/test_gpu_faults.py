@@ -227,3 +227,65 @@ def test_a_thermal_slowdown_slows_the_gpu_and_nothing_else(cluster):
     assert faultcli.clear(kube, NODE, 0) == (fault,)
     assert json.loads(cluster.kubectl("get", "node", NODE, "-o", "json").stdout)["metadata"].get(
         "annotations", {}).get("gpulab.dev/gpu-faults") is None
+
+
+def patch_policy(cluster, spec: dict) -> None:
+    cluster.kubectl("patch", "clusterpolicies.nvidia.com/cluster-policy", "--type", "merge", "-p",
+                    json.dumps({"spec": spec}))
+
+
+def plugin_env(cluster) -> dict:
+    pods = json.loads(cluster.kubectl("get", "pods", "-n", "gpu-operator", "-l", "app=nvidia-device-plugin-daemonset",
+                                      "-o", "json").stdout)["items"]
+    running = [p for p in pods if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")]
+    if len(running) != 1:
+        return {}
+    main = next(c for c in running[0]["spec"]["containers"] if c["name"] == "nvidia-device-plugin")
+    return {e["name"]: e.get("value") for e in main.get("env") or []}
+
+
+def test_the_xids_the_plugin_ignores_are_its_environment(cluster):
+    patch_policy(cluster, {"devicePlugin": {"env": [{"name": "DP_DISABLE_HEALTHCHECKS", "value": "48"}]}})
+    wait_for(lambda: plugin_env(cluster).get("DP_DISABLE_HEALTHCHECKS") == "48" and gpus(cluster) == ("2", "2"),
+             timeout=180, what="a plugin pod with DP_DISABLE_HEALTHCHECKS=48")
+    cluster.gpulab("fault", "inject", "--node", NODE, "--gpu", "0", "--xid", "48")
+    settle()
+    assert gpus(cluster) == ("2", "2")
+    cluster.gpulab("fault", "inject", "--node", NODE, "--gpu", "1", "--xid", "79")
+    wait_for(lambda: gpus(cluster) == ("2", "1"), what="XID 79 still counted")
+    cluster.gpulab("fault", "clear", "--node", NODE, "--reboot")
+    patch_policy(cluster, {"devicePlugin": {"env": None}})
+    wait_for(lambda: plugin_env(cluster) and "DP_DISABLE_HEALTHCHECKS" not in plugin_env(cluster)
+             and gpus(cluster) == ("2", "2"), timeout=180, what="the plugin back to its defaults")
+
+
+COUNTERS = """# the course's counters: the defaults' XID and SM clock, plus ECC and clock event reasons
+DCGM_FI_DEV_SM_CLOCK, gauge, SM clock frequency (in MHz).
+DCGM_FI_DEV_XID_ERRORS, gauge, Value of the last XID error encountered.
+DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, Total number of double-bit volatile ECC errors.
+DCGM_FI_DEV_CLOCKS_EVENT_REASONS, gauge, Current clock event reasons (bitmask).
+"""
+
+
+def test_a_custom_counters_file_exports_ecc_and_clock_event_reasons(cluster):
+    cluster.kubectl("create", "configmap", "dcgm-metrics", "-n", "gpu-operator", f"--from-literal=dcgm-metrics.csv={COUNTERS}")
+    patch_policy(cluster, {"dcgmExporter": {"config": {"name": "dcgm-metrics"}}})
+
+    def transformed():
+        ds = json.loads(cluster.kubectl("get", "ds", "-n", "gpu-operator", "nvidia-dcgm-exporter", "-o", "json").stdout)
+        pod = ds["spec"]["template"]["spec"]
+        env = {e["name"]: e.get("value") for e in pod["containers"][0].get("env") or []}
+        return env.get("DCGM_EXPORTER_COLLECTORS") == "/etc/dcgm-exporter/dcgm-metrics.csv" and pod.get("volumes") == [
+            {"name": "metrics-config", "configMap": {"name": "dcgm-metrics", "defaultMode": 420,
+                                                     "items": [{"key": "dcgm-metrics.csv", "path": "dcgm-metrics.csv"}]}}]
+    wait_for(transformed, what="the exporter's DaemonSet with the counters file")
+    cluster.gpulab("fault", "inject", "--node", NODE, "--gpu", "1", "--xid", "48")
+    cluster.gpulab("fault", "inject", "--node", NODE, "--gpu", "0", "--thermal")
+    if cluster.engine == "embedded":
+        assert metric(cluster, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "1", showing="DCGM_FI_DEV_ECC_DBE_VOL_TOTAL") == "1"
+        assert metric(cluster, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "0") == "0"
+        assert metric(cluster, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "0") == str(0x48)
+        assert metric(cluster, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "1") == "1"          # idle
+        assert metric(cluster, "DCGM_FI_DEV_GPU_TEMP", "0") is None                     # not in the file
+    cluster.gpulab("fault", "clear", "--node", NODE, "--reboot")
+    patch_policy(cluster, {"dcgmExporter": {"config": None}})

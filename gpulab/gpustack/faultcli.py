@@ -41,12 +41,25 @@ def _check_gpu(node: dict, gpu: int) -> None:
         raise FaultError(f'node "{name}" has GPUs 0 to {hardware.count - 1}; --gpu {gpu} is not one of them')
 
 
-def _write(kube: kubeclient.Kube, node: dict, recorded) -> None:
-    """The annotation, written only over the version read (a concurrent writer makes this fail, not vanish)."""
-    meta = node["metadata"]
-    kube.patch(kubeclient.NODES, meta["name"], {"metadata": {
-        "resourceVersion": meta["resourceVersion"],
-        "annotations": {faults.FAULTS_ANNOTATION: faults.write(tuple(recorded))}}})
+def _write(kube: kubeclient.Kube, node_name: str, change) -> tuple[Fault, ...]:
+    """Read the node's faults, write ``change(recorded)`` over the version read, again on a conflict (the node agent
+    writes the Node often); the faults recorded before."""
+    conflicts = 0
+    while True:
+        node = _node(kube, node_name)
+        recorded = faults.read(node["metadata"].get("annotations"))
+        wanted = change(recorded)
+        if wanted == recorded:
+            return recorded
+        try:
+            kube.patch(kubeclient.NODES, node_name, {"metadata": {
+                "resourceVersion": node["metadata"]["resourceVersion"],
+                "annotations": {faults.FAULTS_ANNOTATION: faults.write(tuple(wanted))}}})
+            return recorded
+        except kubeclient.ApiException as exc:
+            conflicts += 1
+            if exc.status != 409 or conflicts == 8:
+                raise
 
 
 def inject(kube: kubeclient.Kube, node_name: str, gpu: int, xid: int | None = None, *, thermal: bool = False) -> Fault:
@@ -55,13 +68,11 @@ def inject(kube: kubeclient.Kube, node_name: str, gpu: int, xid: int | None = No
         raise FaultError("give one fault: --xid N or --thermal")
     if xid is not None:
         faults.check_xid(xid)
-    node = _node(kube, node_name)
-    _check_gpu(node, gpu)
-    recorded = faults.read(node["metadata"].get("annotations"))
+    _check_gpu(_node(kube, node_name), gpu)
     fault = Fault(gpu, xid, faults.now_rfc3339())
+    recorded = _write(kube, node_name, lambda now: now if thermal and faults.thermal(now, gpu) else now + (fault,))
     if thermal and faults.thermal(recorded, gpu):
         return next(f for f in recorded if f.gpu == gpu and f.thermal)
-    _write(kube, node, recorded + (fault,))
     return fault
 
 
@@ -80,9 +91,8 @@ def clear(kube: kubeclient.Kube, node_name: str, gpu: int | None = None, *, rebo
           namespace: str = "gpu-operator") -> tuple[Fault, ...]:
     """Recover from the faults: a reset of GPU ``gpu``, or (``reboot``) the node's reboot; the faults cleared."""
     node = _node(kube, node_name)
-    recorded = faults.read(node["metadata"].get("annotations"))
     if reboot:
-        _write(kube, node, ())
+        recorded = _write(kube, node_name, lambda now: ())
         plugins = kube.list(kubeclient.PODS, namespace, label_selector=f"app={DEVICE_PLUGIN_APP}",
                             field_selector=f"spec.nodeName={node_name}").get("items") or []
         for pod in plugins:
@@ -91,14 +101,14 @@ def clear(kube: kubeclient.Kube, node_name: str, gpu: int | None = None, *, rebo
     if gpu is None:
         raise FaultError("give the GPU to reset (--gpu INDEX), or --reboot to reboot the node")
     _check_gpu(node, gpu)
-    if faults.off_the_bus(recorded, gpu):
+    if faults.off_the_bus(faults.read(node["metadata"].get("annotations")), gpu):
         raise FaultError(f"GPU {gpu} of node {node_name} has fallen off the bus (XID 79): a GPU reset cannot reach "
                          f"it; reboot the node: gpulab fault clear --node {node_name} --reboot")
     busy = _busy_pods(kube, node, gpu)
     if busy:
         raise FaultError(f"GPU {gpu} of node {node_name} is in use by {', '.join(busy)}; a GPU reset needs no "
                          "process on the GPU: delete those pods first (kubectl delete pod -n NAMESPACE NAME)")
-    _write(kube, node, tuple(f for f in recorded if f.gpu != gpu))
+    recorded = _write(kube, node_name, lambda now: tuple(f for f in now if f.gpu != gpu))
     return faults.on_gpu(recorded, gpu)
 
 

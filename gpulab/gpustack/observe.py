@@ -67,12 +67,40 @@ def usage_of(node_name: str) -> tuple[NodeUsage | None, dict | None]:
 
 
 # --- dcgm-exporter ------------------------------------------------------------------------------------------
+_collectors: dict[str, tuple] = {}     # exporter pod uid -> the counters file it read at start
+
+
+def _counters_file(ctx) -> tuple | None:
+    """The counters of the file ``DCGM_EXPORTER_COLLECTORS`` names (the ClusterPolicy's ``dcgmExporter.config``
+    ConfigMap, mounted by the operator), read once per exporter pod as the exporter reads it at start; None: the
+    default counters."""
+    if not ctx.env.get("DCGM_EXPORTER_COLLECTORS"):
+        return None
+    uid = (ctx.pod.get("metadata") or {}).get("uid", "")
+    if uid not in _collectors:
+        volume = next((v for v in (ctx.pod.get("spec") or {}).get("volumes") or []
+                       if v.get("name") == "metrics-config" and v.get("configMap")), None)
+        with _lock:
+            stack = _stack
+        cm = stack.configmaps.get(volume["configMap"]["name"], ctx.pod["metadata"].get("namespace")) \
+            if stack is not None and volume is not None else None
+        text = ((cm or {}).get("data") or {}).get("dcgm-metrics.csv")
+        if text is None:
+            return None
+        try:
+            _collectors[uid] = dcgm.parse_counters(text)
+        except dcgm.CountersError:
+            _collectors[uid] = ()
+    return _collectors[uid]
+
+
 def dcgm_metrics(request, ctx) -> str:
     """The ``/metrics`` body of the exporter pod in ``ctx`` (kubelet/serving.py's content provider)."""
     use, node = usage_of(ctx.node)
     if use is None or not use.driver_version:
         return ""
-    return dcgm.render(use, hostname=ctx.env.get("NODE_NAME") or ctx.node, uptime_s=dcgm.uptime_seconds(node))
+    return dcgm.render(use, hostname=ctx.env.get("NODE_NAME") or ctx.node, uptime_s=dcgm.uptime_seconds(node),
+                       collected=_counters_file(ctx))
 
 
 # --- nvidia-smi ---------------------------------------------------------------------------------------------
