@@ -135,3 +135,17 @@ def test_the_plugin_marks_one_replica_on_an_event_and_every_device_of_a_lost_gpu
     lost = unhealthy_devices(replicas, (Fault(1, 79, STRUCK),), START + 10, default)
     assert lost == {f"{gpu_uuid('w', 1)}::{n}" for n in range(4)}
     assert unhealthy_devices(replicas, (Fault(1, 31, STRUCK), Fault(0, None, STRUCK)), START, default) == set()
+
+
+def test_a_counters_file_keeps_the_known_fields_and_refuses_a_bad_type():
+    collected = dcgm.parse_counters("# comment\n\nDCGM_FI_DEV_XID_ERRORS, gauge, last XID\n"
+                                    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, DBEs\nDCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL,"
+                                    " counter, no figure here\n")
+    assert [(c.field, c.type, c.help, c.value) for c in collected] == [
+        ("DCGM_FI_DEV_XID_ERRORS", "gauge", "last XID", "xid"), ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "DBEs",
+                                                                  "ecc_dbe")]
+    with pytest.raises(dcgm.CountersError, match="could not find Prometheus metric type gage"):
+        dcgm.parse_counters("DCGM_FI_DEV_XID_ERRORS, gage, x\n")
+    use = node_usage(node(faults.write((Fault(1, 48, STRUCK), Fault(1, 48, STRUCK)))), [])
+    text = dcgm.render(use, hostname="w", uptime_s=1, collected=collected)
+    assert metric(text, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "1") == "2" and "DCGM_FI_DEV_GPU_TEMP" not in text
