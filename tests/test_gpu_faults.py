@@ -207,11 +207,15 @@ def test_a_gpu_off_the_bus_needs_a_reboot(cluster):
 def test_a_thermal_slowdown_slows_the_gpu_and_nothing_else(cluster):
     from gpulab import kubeclient
     from gpulab.gpustack import faultcli
+    from gpulab.labs.steps import GpuFault
 
     start_trainer(cluster)
     before = restarts(cluster)
-    kube = kubeclient.Kube(cluster.client())            # the lab-step path: the API, no command
-    fault = faultcli.inject(kube, NODE, 0, thermal=True)
+    step = GpuFault(NODE, 0, thermal=True)              # a lab's starting state: the API, no command
+    assert step.describe() == f"make GPU 0 of node {NODE} fail: gpulab fault inject --node {NODE} --gpu 0 --thermal"
+    step.apply(cluster.client())
+    kube = kubeclient.Kube(cluster.client())
+    fault = faultcli.inject(kube, NODE, 0, thermal=True)    # already slowed down: the same fault
     assert fault.thermal and fault.gpu == 0
     settle()
     assert gpus(cluster) == ("2", "2")              # no XID: the health check sees nothing
