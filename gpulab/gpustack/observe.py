@@ -24,7 +24,8 @@ from ..contract import USE_RECORDED_OUTPUT
 from . import dcgm, faults
 from .driver import cuda_version
 from .hardware import mig_uuid
-from .nvidia_smi import SmiGpu, lost_gpu, render, render_list, under_mps, visible
+from .nvidia_smi import SmiGpu, render, render_list, under_mps, visible
+from .nvidia_smi import lost_gpu
 from .usage import NodeUsage, node_usage, power_w, temperature_c
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -202,14 +203,14 @@ def nvidia_smi(process):
     gpus = _seen(use, visible_ids)
     if process.node_label(SHARING_STRATEGY_LABEL) == "mps":
         gpus = under_mps(gpus)
-    if visible_ids and not gpus:
-        # devices the node's usage model does not hold (a DRA driver's dynamic MIG partitions): the outputs the
-        # driver recorded when it prepared them are the container's view
-        return USE_RECORDED_OUTPUT
     lost = lost_gpu(gpus)
     if lost is not None:
         yield ("stdout", lost)
         return GPU_LOST_STATUS
+    if visible_ids and not gpus:
+        # devices the node's usage model does not hold (a DRA driver's dynamic MIG partitions): the outputs the
+        # driver recorded when it prepared them are the container's view
+        return USE_RECORDED_OUTPUT
     if not argv:
         now = datetime.fromtimestamp(process.now(), timezone.utc)
         yield ("stdout", render(gpus, driver_version=use.driver_version,
