@@ -24,8 +24,7 @@ from ..contract import USE_RECORDED_OUTPUT
 from . import dcgm, faults
 from .driver import cuda_version
 from .hardware import mig_uuid
-from .nvidia_smi import SmiGpu, render, render_list, under_mps, visible
-from .nvidia_smi import lost_gpu
+from .nvidia_smi import SmiGpu, lost_gpu, render, render_list, under_mps, visible
 from .usage import NodeUsage, node_usage, power_w, temperature_c
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
