@@ -226,7 +226,8 @@ def test_a_thermal_slowdown_slows_the_gpu_and_nothing_else(cluster):
                               "--format=csv,noheader").stdout
         assert csv == "92, Active, 0x0000000000000048\n" + f"{csv.splitlines()[1]}\n"
         assert "Not Active, 0x0000000000000000" in csv.splitlines()[1]
-        assert int(metric(cluster, "DCGM_FI_DEV_SM_CLOCK", "0")) * 2 == int(metric(cluster, "DCGM_FI_DEV_SM_CLOCK", "1"))
+        slowed, normal = (int(metric(cluster, "DCGM_FI_DEV_SM_CLOCK", gpu)) for gpu in ("0", "1"))
+        assert slowed * 2 == normal
     stop_trainer(cluster)
     assert faultcli.clear(kube, NODE, 0) == (fault,)
     assert json.loads(cluster.kubectl("get", "node", NODE, "-o", "json").stdout)["metadata"].get(
@@ -272,16 +273,18 @@ DCGM_FI_DEV_CLOCKS_EVENT_REASONS, gauge, Current clock event reasons (bitmask).
 
 
 def test_a_custom_counters_file_exports_ecc_and_clock_event_reasons(cluster):
-    cluster.kubectl("create", "configmap", "dcgm-metrics", "-n", "gpu-operator", f"--from-literal=dcgm-metrics.csv={COUNTERS}")
+    cluster.kubectl("create", "configmap", "dcgm-metrics", "-n", "gpu-operator",
+                    f"--from-literal=dcgm-metrics.csv={COUNTERS}")
     patch_policy(cluster, {"dcgmExporter": {"config": {"name": "dcgm-metrics"}}})
 
     def transformed():
         ds = json.loads(cluster.kubectl("get", "ds", "-n", "gpu-operator", "nvidia-dcgm-exporter", "-o", "json").stdout)
         pod = ds["spec"]["template"]["spec"]
         env = {e["name"]: e.get("value") for e in pod["containers"][0].get("env") or []}
-        return env.get("DCGM_EXPORTER_COLLECTORS") == "/etc/dcgm-exporter/dcgm-metrics.csv" and pod.get("volumes") == [
-            {"name": "metrics-config", "configMap": {"name": "dcgm-metrics", "defaultMode": 420,
-                                                     "items": [{"key": "dcgm-metrics.csv", "path": "dcgm-metrics.csv"}]}}]
+        item = {"key": "dcgm-metrics.csv", "path": "dcgm-metrics.csv"}
+        volume = {"name": "metrics-config", "configMap": {"name": "dcgm-metrics", "defaultMode": 420, "items": [item]}}
+        return env.get("DCGM_EXPORTER_COLLECTORS") == "/etc/dcgm-exporter/dcgm-metrics.csv" and \
+            pod.get("volumes") == [volume]
     wait_for(transformed, what="the exporter's DaemonSet with the counters file")
     cluster.gpulab("fault", "inject", "--node", NODE, "--gpu", "1", "--xid", "48")
     cluster.gpulab("fault", "inject", "--node", NODE, "--gpu", "0", "--thermal")

@@ -131,7 +131,8 @@ def add_fault(sub: argparse._SubParsersAction) -> None:
     clr.add_argument("--gpu", type=int, metavar="INDEX", help="the GPU to reset")
     clr.add_argument("--reboot", action="store_true", help="reboot the node instead (clears every fault on it)")
     for parser in (inj, clr):
-        parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, the gpulab cluster)")
+        parser.add_argument("--kubeconfig",
+                            help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, the gpulab cluster)")
         parser.add_argument("--kube-context", dest="context", help="kubeconfig context to use")
     p.set_defaults(func=_run)
 

@@ -140,7 +140,8 @@ class GpuFault:
 
     def describe(self) -> str:
         fault = "--thermal" if self.thermal else f"--xid {self.xid}"
-        return f"make GPU {self.gpu} of node {self.node} fail: gpulab fault inject --node {self.node} --gpu {self.gpu} {fault}"
+        return (f"make GPU {self.gpu} of node {self.node} fail: "
+                f"gpulab fault inject --node {self.node} --gpu {self.gpu} {fault}")
 
     def apply(self, api_client) -> None:
         from ..gpustack.faultcli import inject

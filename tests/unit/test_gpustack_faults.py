@@ -23,8 +23,8 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 def test_the_plugin_ignores_application_xids_and_honours_its_environment():
     default = faults.disabled_xids(None, None)
-    assert [x for x in (13, 31, 43, 45, 68, 109, 48, 79) if faults.plugin_marks_unhealthy(Fault(0, x, STRUCK), default)] \
-        == [48, 79]
+    marked = [x for x in (13, 31, 43, 45, 68, 109, 48, 79) if faults.plugin_marks_unhealthy(Fault(0, x, STRUCK), default)]
+    assert marked == [48, 79]
     assert not faults.plugin_marks_unhealthy(Fault(0, None, STRUCK), default)      # thermal: no XID event
     assert not faults.health_checks_run(faults.disabled_xids("all", None))
     assert not faults.plugin_marks_unhealthy(Fault(0, 79, STRUCK), faults.disabled_xids("xids", "79"))
@@ -61,7 +61,8 @@ def node(annotation: str | None) -> dict:
         notes[faults.FAULTS_ANNOTATION] = annotation
     labels = {"nvidia.com/cuda.driver-version.major": "580", "nvidia.com/cuda.driver-version.minor": "105",
               "nvidia.com/cuda.driver-version.revision": "08"}
-    return {"metadata": {"name": "w", "annotations": notes, "labels": labels, "creationTimestamp": "2026-01-01T00:00:00Z"}}
+    return {"metadata": {"name": "w", "annotations": notes, "labels": labels,
+                         "creationTimestamp": "2026-01-01T00:00:00Z"}}
 
 
 def metric(text: str, field: str, gpu: str) -> str | None:
@@ -139,8 +140,8 @@ def test_the_plugin_marks_one_replica_on_an_event_and_every_device_of_a_lost_gpu
 
 def test_a_counters_file_keeps_the_known_fields_and_refuses_a_bad_type():
     collected = dcgm.parse_counters("# comment\n\nDCGM_FI_DEV_XID_ERRORS, gauge, last XID\n"
-                                    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, DBEs\nDCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL,"
-                                    " counter, no figure here\n")
+                                    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, DBEs\n"
+                                    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, counter, no figure here\n")
     assert [(c.field, c.type, c.help, c.value) for c in collected] == [
         ("DCGM_FI_DEV_XID_ERRORS", "gauge", "last XID", "xid"), ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "DBEs",
                                                                   "ecc_dbe")]
