@@ -162,6 +162,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "uninstall": ("gpulab.gpustack.cli", "add_uninstall"),
     "uninstall nvidia-dra-driver-gpu": ("gpulab.gpustack.drainstall", "extend_uninstall"),
     "gpustack": ("gpulab.gpustack.cli", "add_gpustack"),
+    "fault": ("gpulab.gpustack.faultcli", "add_fault"),
     "lab": ("gpulab.labs.cli", "add_lab"),
     "kind": ("gpulab.setup.cli", "add_kind"),
     "doctor": ("gpulab.setup.cli", "add_doctor"),

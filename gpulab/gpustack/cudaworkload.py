@@ -10,6 +10,10 @@ memory the model gives it is more than that, the allocation fails as CUDA's does
 "out of memory"), in the words PyTorch wraps a CUDA error in, and the program exits 1: the container ends in
 ``Error`` and, under ``restartPolicy: Always``, crash-loops.
 
+A fault on a GPU it holds (the node's ``gpulab.dev/gpu-faults``, :mod:`.faults`) kills it the same way, with
+the CUDA error the fault raises: a GPU off the bus fails every program on it, at once or at start; a
+double-bit ECC error or a page fault kills the programs running when it struck (a restarted one runs on).
+
 Asked only for its version (``python -V``, ``python --version``), the interpreter prints ``Python`` and the
 release its image declares in ``PYTHON_VERSION`` (set from the image's tag, docs/images.md) and exits 0, as
 CPython does; an image that declares none (the NGC images) leaves the program a training program.
@@ -25,10 +29,13 @@ import math
 from typing import Generator
 
 from ..contract import ContainerProcess
+from . import faults
+from .hardware import gpu_uuid, mig_uuid
 
 # The training programs of data/workloads.yaml that are programs of their own (train.py is run by python).
 PROGRAMS = ("python", "python3", "torchrun", "accelerate", "deepspeed")
 OUT_OF_MEMORY = "RuntimeError: CUDA error: out of memory\n"
+FAULT_POLL_SECONDS = 1.0    # how soon a running program notices a fault recorded on its node
 
 
 def mps_memory(process: ContainerProcess) -> tuple[int, int] | None:
@@ -64,5 +71,39 @@ def main(process: ContainerProcess) -> Generator[tuple[str, object], None, int]:
     if needs is not None and needs[0] > needs[1]:
         yield ("stderr", OUT_OF_MEMORY)
         return 1
-    yield ("sleep", math.inf)
-    return 0
+    indices = gpu_indices(process)
+    if not indices:
+        yield ("sleep", math.inf)
+        return 0
+    started = process.now()
+    while True:
+        recorded = faults.read({faults.FAULTS_ANNOTATION: process.node_annotation(faults.FAULTS_ANNOTATION) or ""})
+        xid = next((x for x in (faults.process_error(recorded, i, started) for i in indices) if x), None)
+        if xid is not None:
+            yield ("stderr", faults.cuda_error_text(xid))
+            return 1
+        yield ("sleep", FAULT_POLL_SECONDS)
+
+
+def gpu_indices(process: ContainerProcess) -> list[int]:
+    """The node's GPUs behind the container's ``NVIDIA_VISIBLE_DEVICES`` (GPU or MIG UUIDs), by index."""
+    from ..contract import GPU_COUNT_ANNOTATION, GPU_MODEL_ANNOTATION
+    from .nodestate import MIG_LAYOUT_ANNOTATION, node_gpus, read_layout
+
+    wanted = {i for i in (process.getenv("NVIDIA_VISIBLE_DEVICES") or "").split(",") if i}
+    node_name = process.node_label("kubernetes.io/hostname") or ""
+    if not wanted or not node_name:
+        return []
+    notes = {k: process.node_annotation(k) or "" for k in (GPU_MODEL_ANNOTATION, GPU_COUNT_ANNOTATION,
+                                                             MIG_LAYOUT_ANNOTATION)}
+    node = {"metadata": {"annotations": {k: v for k, v in notes.items() if v}}}
+    hardware = node_gpus(node)
+    if hardware is None:
+        return []
+    out = []
+    for index, state in enumerate(read_layout(node, hardware)):
+        uuid = gpu_uuid(node_name, index)
+        migs = {mig_uuid(uuid, d.gpu_instance_id, d.compute_instance_id) for d in state.devices}
+        if uuid in wanted or wanted & migs:
+            out.append(index)
+    return out

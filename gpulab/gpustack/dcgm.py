@@ -7,7 +7,9 @@ GPU instance, ``Hostname`` (the ``NODE_NAME`` the operator gives the exporter), 
 Go's sorted map order: the ``DCGM_FI_DRIVER_VERSION`` label field and, for a device a container holds,
 ``container``/``namespace``/``pod`` (``internal/pkg/transformation/kubernetes.go``; with time-slicing
 every replica maps to the one GPU, and on a MIG GPU the parent GPU's samples carry its last MIG pod, as
-that code's ``deviceToPodMap`` ends up). The values are the workload model's (:mod:`.usage`).
+that code's ``deviceToPodMap`` ends up). The values are the workload model's (:mod:`.usage`), with the
+node's faults (:mod:`.faults`): ``DCGM_FI_DEV_XID_ERRORS`` is the GPU's last XID, a thermal slowdown halves the
+SM clock, and a GPU off the bus reports nothing but its XID (DCGM reads blanks from it, which the exporter skips).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from importlib import resources
 
 import yaml
 
+from . import faults
 from .pods import meta
 from .usage import DeviceUse, NodeUsage, power_w, temperature_c
 
@@ -42,6 +45,43 @@ def counters() -> tuple[Counter, ...]:
                  for c in doc)
 
 
+# Fields beyond the default counters that a custom counters file (dcgmExporter.config.name) may name, with the
+# figure each reads: the faults' ECC counts and NVML's clock event reasons (DCGM_FI_DEV_CLOCK_THROTTLE_REASONS is
+# the field's name before DCGM renamed it).
+EXTRA_FIELDS = {
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "ecc_dbe", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": "zero",
+    "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL": "ecc_dbe", "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL": "zero",
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": "clock_reasons", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": "clock_reasons",
+}
+
+
+class CountersError(ValueError):
+    """A counters file the exporter refuses."""
+
+
+def parse_counters(text: str) -> tuple[Counter, ...]:
+    """A counters CSV (``FIELD, type, help``; ``#`` comments), as ``internal/pkg/counters`` reads it: the default
+    file's fields keep their entity and figure, the fields of :data:`EXTRA_FIELDS` are per GPU; fields the
+    emulation has no figure for are left out."""
+    known = {c.field: c for c in counters()}
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = [p.strip() for p in line.split(",", 2)]
+        if len(parts) != 3:
+            raise CountersError(f"malformed CSV line: {line}")
+        field, kind, help_text = parts
+        if kind not in ("gauge", "counter", "label"):
+            raise CountersError(f"could not find Prometheus metric type {kind}")
+        if field in known:
+            out.append(Counter(field, kind, help_text, known[field].entity, known[field].value, known[field].double))
+        elif field in EXTRA_FIELDS:
+            out.append(Counter(field, kind, help_text, "gpu", EXTRA_FIELDS[field], False))
+    return tuple(out)
+
+
 @lru_cache(maxsize=1)
 def _activity() -> tuple[dict, int]:
     doc = yaml.safe_load(resources.files(__package__).joinpath("data/workloads.yaml").read_text())
@@ -54,10 +94,14 @@ def _value(name: str, use: NodeUsage, device: DeviceUse, uptime_s: float) -> flo
     gpu_busy = use.gpu_util(index) > 0       # any of the GPU's instances
     activity, idle_clock = _activity()
     model = device.gpu.model
+    slowdown = 2 if faults.thermal(use.faults, index) else 1     # HW slowdown: clocks cut by half or more
     figures = {
         "zero": lambda: 0,
         "util": lambda: device.util,
-        "sm_clock": lambda: model.max_graphics_clock_mhz if gpu_busy else idle_clock,
+        "sm_clock": lambda: (model.max_graphics_clock_mhz if gpu_busy else idle_clock) // slowdown,
+        "xid": lambda: faults.last_xid(use.faults, index),
+        "ecc_dbe": lambda: faults.volatile_dbe(use.faults, index),
+        "clock_reasons": lambda: faults.clock_event_reasons(use.faults, index, gpu_busy),
         "mem_clock": lambda: model.max_memory_clock_mhz,
         "gpu_temp": lambda: temperature_c(use, index),
         "memory_temp": lambda: temperature_c(use, index) + 4,
@@ -109,11 +153,11 @@ def _labels(use: NodeUsage, device: DeviceUse, hostname: str) -> str:
     return ",".join(parts)
 
 
-def render(use: NodeUsage, *, hostname: str, uptime_s: float) -> str:
-    """The exporter's ``/metrics`` body for one node."""
+def render(use: NodeUsage, *, hostname: str, uptime_s: float, collected: tuple[Counter, ...] | None = None) -> str:
+    """The exporter's ``/metrics`` body for one node (``collected``: a custom counters file's, else the default)."""
     lines = []
-    for counter in counters():
-        entities = _entities(counter, use)
+    for counter in counters() if collected is None else collected:
+        entities = [d for d in _entities(counter, use) if not d.gpu.lost or counter.value == "xid"]
         if not entities:
             continue
         lines += [f"# HELP {counter.field} {counter.help}", f"# TYPE {counter.field} {counter.type}"]

@@ -24,6 +24,8 @@ NVIDIA/k8s-device-plugin as the GPU Operator runs it:
   capacity and allocatable from the registered devices; when a plugin goes away
   its devices turn unhealthy (allocatable 0, capacity kept) and the resource is
   dropped from the node after ``endpointStopGracePeriod`` (5 minutes).
+* ``internal/rm/health.go``: the health check, on the node's recorded faults (:mod:`.faults`,
+  :func:`unhealthy_devices`); unhealthy devices count in capacity, not in allocatable.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
+from . import faults as gpu_faults
 from .hardware import gpu_uuid, mig_uuid
 from .mig import DevicePluginError, Layout, mig_resource_name
 from .sharing import NO_SHARING, DevicePluginConfig, DevicePluginConfigError, advertised, parse_config
@@ -169,3 +172,23 @@ def node_resources(registered: dict[str, int], healthy: dict[str, int]) -> dict[
     capacity = {name: str(count) for name, count in registered.items()}
     allocatable = {name: str(healthy.get(name, 0)) for name in registered}
     return {"capacity": capacity, "allocatable": allocatable}
+
+
+def unhealthy_devices(devices: dict[str, list[Device]], recorded, started: float,
+                      disabled: dict[int, bool]) -> set[str]:
+    """The device IDs a plugin pod started at ``started`` has marked Unhealthy given the node's faults: at start
+    (``registerDevices``), every device of a GPU NVML cannot reach (off the bus); after it, on each XID critical
+    error it does not ignore (``runEventMonitor``), the one device its ``parentToDeviceMap`` keeps for that GPU
+    (one per GPU UUID: one time-slicing replica, one MIG device; upstream's choice follows Go's map order, here
+    the highest ID). An XID from before the pod started was never seen by it."""
+    listed = [d for resource in sorted(devices) for d in devices[resource]]
+    marked: set[str] = set()
+    for fault in recorded:
+        on_gpu = [d for d in listed if d.gpu_index == fault.gpu]
+        if not on_gpu:
+            continue
+        if fault.xid == gpu_faults.FALLEN_OFF_THE_BUS and fault.since_seconds() < int(started):
+            marked.update(d.id for d in on_gpu)
+        elif fault.since_seconds() >= int(started) and gpu_faults.plugin_marks_unhealthy(fault, disabled):
+            marked.add(max(d.id for d in on_gpu))
+    return marked

@@ -46,6 +46,9 @@ class SmiGpu:
     mig_used_mib: tuple[int, ...] = ()        # per MIG device shown, when known
     # "E. Process" once an MPS control daemon has set the GPU EXCLUSIVE_PROCESS (mps/daemon.go setComputeMode).
     compute_mode: str = "Default"
+    # Faults (gpulab/gpustack/faults.py): NVML's volatile uncorrectable ECC count; a GPU off the bus NVML cannot reach.
+    uncorrected_ecc: int = 0
+    lost: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,16 @@ def _bar1_mib(gpu: SmiGpu, device: MigDevice) -> int:
     return device.profile.memory_slices * gpu.model.bar1_mib_per_memory_slice - 1
 
 
+def lost_gpu(gpus: Sequence[SmiGpu]) -> str | None:
+    """What nvidia-smi prints, and nothing else, when a GPU it should show is off the bus (NVML's
+    ``NVML_ERROR_GPU_IS_LOST`` getting the device's handle; exit status 15); None when every GPU answers."""
+    lost = next((gpu for gpu in gpus if gpu.lost), None)
+    if lost is None:
+        return None
+    return (f"Unable to determine the device handle for GPU {lost.bus_id[4:]}: GPU is lost.  "
+            "Reboot the system to recover this GPU\n")
+
+
 def render_list(gpus: Sequence[SmiGpu]) -> str:
     """``nvidia-smi -L``."""
     lines = []
@@ -152,7 +165,7 @@ def _gpu_rows(index: int, gpu: SmiGpu) -> list[str]:
         used = sum(_mig_used(gpu))
         memory = f"{'N/A':>21}   " if not gpu.whole_gpu_visible else _memory_cell(used, model.memory_mib)
     else:
-        ecc, util = "0", f"{gpu.util}%"
+        ecc, util = str(gpu.uncorrected_ecc), f"{gpu.util}%"
         mig_mode = "Disabled" if model.mig_capable else "N/A"
         memory = _memory_cell(gpu.memory_used_mib, model.memory_mib)
     power = f"{round(gpu.power_w if gpu.power_w is not None else model.idle_power_w)}W"

@@ -21,10 +21,10 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from ..contract import USE_RECORDED_OUTPUT
-from . import dcgm
+from . import dcgm, faults
 from .driver import cuda_version
 from .hardware import mig_uuid
-from .nvidia_smi import SmiGpu, render, render_list, under_mps, visible
+from .nvidia_smi import SmiGpu, lost_gpu, render, render_list, under_mps, visible
 from .usage import NodeUsage, node_usage, power_w, temperature_c
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -33,6 +33,7 @@ SHARING_STRATEGY_LABEL = "nvidia.com/gpu.sharing-strategy"
 NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
              "Make sure that the latest NVIDIA driver is installed and running.\n\n")
 INVALID_ARGS = "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n\n"
+GPU_LOST_STATUS = 15     # nvidia-smi(1) RETURN VALUE: a GPU has fallen off the bus or is otherwise inaccessible
 
 _lock = threading.Lock()
 _stack = None
@@ -66,12 +67,40 @@ def usage_of(node_name: str) -> tuple[NodeUsage | None, dict | None]:
 
 
 # --- dcgm-exporter ------------------------------------------------------------------------------------------
+_collectors: dict[str, tuple] = {}     # exporter pod uid -> the counters file it read at start
+
+
+def _counters_file(ctx) -> tuple | None:
+    """The counters of the file ``DCGM_EXPORTER_COLLECTORS`` names (the ClusterPolicy's ``dcgmExporter.config``
+    ConfigMap, mounted by the operator), read once per exporter pod as the exporter reads it at start; None: the
+    default counters."""
+    if not ctx.env.get("DCGM_EXPORTER_COLLECTORS"):
+        return None
+    uid = (ctx.pod.get("metadata") or {}).get("uid", "")
+    if uid not in _collectors:
+        volume = next((v for v in (ctx.pod.get("spec") or {}).get("volumes") or []
+                       if v.get("name") == "metrics-config" and v.get("configMap")), None)
+        with _lock:
+            stack = _stack
+        cm = stack.configmaps.get(volume["configMap"]["name"], ctx.pod["metadata"].get("namespace")) \
+            if stack is not None and volume is not None else None
+        text = ((cm or {}).get("data") or {}).get("dcgm-metrics.csv")
+        if text is None:
+            return None
+        try:
+            _collectors[uid] = dcgm.parse_counters(text)
+        except dcgm.CountersError:
+            _collectors[uid] = ()
+    return _collectors[uid]
+
+
 def dcgm_metrics(request, ctx) -> str:
     """The ``/metrics`` body of the exporter pod in ``ctx`` (kubelet/serving.py's content provider)."""
     use, node = usage_of(ctx.node)
     if use is None or not use.driver_version:
         return ""
-    return dcgm.render(use, hostname=ctx.env.get("NODE_NAME") or ctx.node, uptime_s=dcgm.uptime_seconds(node))
+    return dcgm.render(use, hostname=ctx.env.get("NODE_NAME") or ctx.node, uptime_s=dcgm.uptime_seconds(node),
+                       collected=_counters_file(ctx))
 
 
 # --- nvidia-smi ---------------------------------------------------------------------------------------------
@@ -88,8 +117,10 @@ def _seen(use: NodeUsage, device_ids: list[str]) -> tuple[SmiGpu, ...]:
                                                for d in g.mig_devices)) for g in shown)
 
 
-def _query_fields(gpu: SmiGpu, index: int, driver: str, count: int) -> dict[str, tuple[str, str]]:
-    """Field -> (unit, value) for ``--query-gpu``; ``[N/A]`` where the GPU has no such reading."""
+def _query_fields(gpu: SmiGpu, index: int, driver: str, count: int,
+                  reasons: int = faults.GPU_IDLE) -> dict[str, tuple[str, str]]:
+    """Field -> (unit, value) for ``--query-gpu``; ``[N/A]`` where the GPU has no such reading; ``reasons``,
+    NVML's clock event reasons bitmask."""
     model = gpu.model
     hidden = gpu.mig_enabled and not gpu.whole_gpu_visible
     used = sum(gpu.mig_used_mib) if gpu.mig_enabled else gpu.memory_used_mib
@@ -109,7 +140,15 @@ def _query_fields(gpu: SmiGpu, index: int, driver: str, count: int) -> dict[str,
         "mig.mode.current": ("", "Enabled" if gpu.mig_enabled else "Disabled" if model.mig_capable else "[N/A]"),
         "persistence_mode": ("", "Enabled" if model.idle_persistence else "Disabled"),
         "pstate": ("", "P0" if gpu.util else model.idle_perf), "compute_mode": ("", "Default"),
+        "ecc.errors.uncorrected.volatile.total": ("", str(gpu.uncorrected_ecc)),
+        "clocks_event_reasons.active": ("", f"0x{reasons:016X}"),
+        "clocks_event_reasons.hw_thermal_slowdown": ("", _active(reasons & faults.HW_THERMAL_SLOWDOWN)),
+        "clocks_event_reasons.hw_slowdown": ("", _active(reasons & faults.HW_SLOWDOWN)),
     }
+
+
+def _active(bit: int) -> str:
+    return "Active" if bit else "Not Active"
 
 
 def _option(argv: list[str], *names: str) -> str | None:
@@ -122,8 +161,9 @@ def _option(argv: list[str], *names: str) -> str | None:
     return None
 
 
-def query_gpu(gpus: tuple[SmiGpu, ...], argv: list[str], driver: str) -> tuple[int, str, str]:
-    """``--query-gpu``: (exit status, stdout, stderr)."""
+def query_gpu(gpus: tuple[SmiGpu, ...], argv: list[str], driver: str,
+              reasons: dict[str, int] | None = None) -> tuple[int, str, str]:
+    """``--query-gpu``: (exit status, stdout, stderr); ``reasons``: GPU UUID -> its clock event reasons."""
     wanted = [f.strip() for f in (_option(argv, "--query-gpu") or "").split(",") if f.strip()]
     fmt = _option(argv, "--format")
     if fmt is None or "csv" not in fmt.split(","):
@@ -133,7 +173,7 @@ def query_gpu(gpus: tuple[SmiGpu, ...], argv: list[str], driver: str) -> tuple[i
     for index, gpu in enumerate(gpus):
         if only is not None and only not in (str(index), gpu.uuid, gpu.bus_id):
             continue
-        fields = _query_fields(gpu, index, driver, len(gpus))
+        fields = _query_fields(gpu, index, driver, len(gpus), (reasons or {}).get(gpu.uuid, faults.GPU_IDLE))
         unknown = next((f for f in wanted if f not in fields), None)
         if unknown:
             return 2, f'Field "{unknown}" is not a valid field to query.\n\n', ""
@@ -162,6 +202,10 @@ def nvidia_smi(process):
     gpus = _seen(use, visible_ids)
     if process.node_label(SHARING_STRATEGY_LABEL) == "mps":
         gpus = under_mps(gpus)
+    lost = lost_gpu(gpus)
+    if lost is not None:
+        yield ("stdout", lost)
+        return GPU_LOST_STATUS
     if visible_ids and not gpus:
         # devices the node's usage model does not hold (a DRA driver's dynamic MIG partitions): the outputs the
         # driver recorded when it prepared them are the container's view
@@ -175,7 +219,9 @@ def nvidia_smi(process):
         yield ("stdout", render_list(gpus))
         return 0
     if any(a.startswith("--query-gpu") for a in argv):
-        status, out, err = query_gpu(gpus, argv, use.driver_version)
+        reasons = {gpu.uuid: faults.clock_event_reasons(use.faults, i, use.gpu_util(i) > 0)
+                   for i, gpu in enumerate(use.gpus)}
+        status, out, err = query_gpu(gpus, argv, use.driver_version, reasons)
         if out:
             yield ("stdout", out)
         if err:

@@ -28,6 +28,10 @@ from .operands import (MPS_CONTROL_DAEMON, NFD_OS_ID_LABEL, NFD_OS_VERSION_LABEL
 
 # The operator's writes are recorded under this field manager; every Kube the GPU stack writes with names it.
 FIELD_MANAGER = "gpu-operator"
+# controllers/object_controls.go: a custom metrics file (dcgmExporter.config.name) is this key of the ConfigMap,
+# mounted here, and named to the exporter by DCGM_EXPORTER_COLLECTORS.
+DCGM_METRICS_FILE = "dcgm-metrics.csv"
+DCGM_METRICS_PATH = "/etc/dcgm-exporter/" + DCGM_METRICS_FILE
 CLUSTERPOLICIES = kubeclient.Resource("nvidia.com/v1", "clusterpolicies", namespaced=False)
 RUNTIMECLASSES = kubeclient.Resource("node.k8s.io/v1", "runtimeclasses", namespaced=False)
 DEFAULT_MIG_CONFIG = "default-mig-parted-config"
@@ -131,7 +135,19 @@ def _transform(ds: dict, spec: dict, namespace: str) -> dict:
                    "MIG_STRATEGY": strategy, "MPS_ROOT": HOST_ROOT}
             if plugin_config.get("name"):
                 env["CONFIG_FILE"] = "/config/config.yaml"
-            container["env"] = _env(env)
+            container["env"] = _with_env(_env(env), (spec.get("devicePlugin") or {}).get("env"))
+        elif container["name"] == "nvidia-dcgm-exporter":
+            metrics = (spec.get("dcgmExporter") or {}).get("config") or {}
+            env_list: list[dict] = []
+            if metrics.get("name"):
+                container["volumeMounts"] = [{"name": "metrics-config", "readOnly": True,
+                                              "mountPath": DCGM_METRICS_PATH, "subPath": DCGM_METRICS_FILE}]
+                volumes.append({"name": "metrics-config", "configMap": {
+                    "name": metrics["name"], "items": [{"key": DCGM_METRICS_FILE, "path": DCGM_METRICS_FILE}]}})
+                env_list = _env({"DCGM_EXPORTER_COLLECTORS": DCGM_METRICS_PATH})
+            env_list = _with_env((container.get("env") or []) + env_list, (spec.get("dcgmExporter") or {}).get("env"))
+            if env_list:
+                container["env"] = env_list
         elif container["name"] == "gpu-feature-discovery":
             container["command"] = ["gpu-feature-discovery"]
             env = {"GFD_SLEEP_INTERVAL": "60s", "GFD_FAIL_ON_INIT_ERROR": "true", "MIG_STRATEGY": strategy}
@@ -155,6 +171,19 @@ def _transform(ds: dict, spec: dict, namespace: str) -> dict:
     if volumes:
         pod["volumes"] = volumes
     return ds
+
+
+def _with_env(env: list[dict], extra: list[dict] | None) -> list[dict]:
+    """``setContainerEnv`` for each of a component's ``env`` in the ClusterPolicy: replace by name, else append."""
+    out = [dict(e) for e in env]
+    for item in extra or []:
+        entry = {"name": item.get("name"), "value": str(item.get("value", ""))}
+        index = next((i for i, e in enumerate(out) if e.get("name") == entry["name"]), None)
+        if index is None:
+            out.append(entry)
+        else:
+            out[index] = entry
+    return out
 
 
 def _config_manager_env(config: dict, *, oneshot: bool, signalled: str = "nvidia-device-plugin") -> list[dict]:

@@ -42,10 +42,10 @@ from urllib3.exceptions import HTTPError
 from .. import kubeclient
 from ..contract import ALLOCATION_ANNOTATION, PLUGIN_RESOURCES_ANNOTATION
 from ..kubeclient import LEASES, ApiException
-from . import allocation, driver, migmanager, nfd, operator, standins, validator
+from . import allocation, driver, faults, migmanager, nfd, operator, standins, validator
 from .drakubeletplugin import RESOURCECLAIMS, KubeletPlugin, claim_node
 from .deviceplugin import (CONFIG_LABEL, ENDPOINT_STOP_GRACE_SECONDS, ConfigManagerError, LoadedConfig, choose_config,
-                           node_resources, plugin_devices)
+                           node_resources, plugin_devices, unhealthy_devices)
 from .events import Recorder
 from .gfd import GfdError, gfd_labels
 from .nodestate import node_gpus, read_layout
@@ -109,6 +109,7 @@ class GpuStack:
         self._pods_by_node: dict[str, dict[tuple[str, str], dict]] = {}          # node -> pods bound to it
         self._ensured: set[tuple[str, str, str]] = set()                          # (policy uid, plural, name)
         self._plugin_errors: dict[str, str] = {}                                  # plugin pod uid -> reported error
+        self._unhealthy: dict[str, set[str]] = {}                                 # plugin pod uid -> device IDs
 
     # --- event handlers: changes become keys ---------------------------------------------------
     def _on_node(self, kind: str, node: dict, old: dict | None) -> None:
@@ -130,6 +131,7 @@ class GpuStack:
             if kind == "DELETED":
                 self._pods_by_node.get(node or "", {}).pop(key, None)
                 self._loaded_configs.pop(meta(pod).get("uid", ""), None)
+                self._unhealthy.pop(meta(pod).get("uid", ""), None)
             elif node:
                 self._pods_by_node.setdefault(node, {})[key] = pod
         if meta(pod).get("namespace") == self.namespace and operand_app(pod) == OPERATOR_APP:
@@ -445,8 +447,10 @@ class GpuStack:
                 self._plugin_errors[uid] = error
                 self.recorder.event({**plugin, "kind": "Pod", "apiVersion": "v1"}, "Warning",
                                     PLUGIN_FAILED_REASON, error, host=name)
+        unhealthy = self._health_check(plugin, node, devices) if devices else set()
         for resource, listed in devices.items():
-            endpoints[resource] = {"count": len(listed), "healthy": len(listed), "stopped": None}
+            healthy = [d for d in listed if d.id not in unhealthy]
+            endpoints[resource] = {"count": len(listed), "healthy": len(healthy), "stopped": None}
         for resource, endpoint in list(endpoints.items()):
             if resource in devices:
                 continue
@@ -462,7 +466,22 @@ class GpuStack:
         else:
             notes.pop(PLUGIN_RESOURCES_ANNOTATION, None)
         self._write_capacity(node, endpoints)
-        return devices
+        # the kubelet allocates healthy devices only (devicemanager's healthyDevices)
+        return {resource: [d for d in listed if d.id not in unhealthy] for resource, listed in devices.items()}
+
+    def _health_check(self, plugin: dict, node: dict, devices: dict) -> set[str]:
+        """The device IDs this plugin pod reports Unhealthy (:func:`.deviceplugin.unhealthy_devices`), with its
+        environment's XID settings. ListAndWatch never reports a device healthy again, so only a new pod forgets."""
+        uid = meta(plugin)["uid"]
+        env = {e.get("name"): e.get("value") for c in (plugin.get("spec") or {}).get("containers") or []
+               for e in c.get("env") or []}
+        disabled = faults.disabled_xids(env.get("DP_DISABLE_HEALTHCHECKS"), env.get("DP_ENABLE_HEALTHCHECKS"))
+        marked = self._unhealthy.setdefault(uid, set())
+        if not faults.health_checks_run(disabled):
+            return marked
+        started = _parse_time((plugin.get("status") or {}).get("startTime")) or 0.0
+        marked |= unhealthy_devices(devices, faults.read(meta(node).get("annotations")), started, disabled)
+        return marked
 
     @staticmethod
     def _endpoints_from_status(node: dict, now: float) -> dict[str, dict]:

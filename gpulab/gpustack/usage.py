@@ -16,17 +16,20 @@ reads busy as a whole while each gets a turn); its memory in use is the sum over
 time-sliced pod sees its neighbours' memory. A MIG device is its own device: its memory and activity
 are those of the processes in it alone, on top of the few MiB a GPU instance uses when empty.
 Power and temperature rise from the model's idle figures towards its limits with the activity.
+A fault recorded on the node (:mod:`.faults`) shows in the GPUs' readings: the volatile ECC count, a GPU off
+the bus, a thermal slowdown's heat and halved clocks (:mod:`.dcgm`).
 """
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
 import yaml
 
 from ..contract import ALLOCATION_ANNOTATION, parse_allocation
+from . import faults as gpu_faults
 from .hardware import mig_uuid
 from .mig import MigDevice
 from .nodestate import node_gpus, read_layout
@@ -119,6 +122,7 @@ class NodeUsage:
     gpus: tuple[SmiGpu, ...]
     devices: tuple[DeviceUse, ...]      # per GPU: the GPU, then its MIG devices
     driver_version: str
+    faults: tuple[gpu_faults.Fault, ...] = ()   # the node's injected faults (faults.py)
 
     def gpu_util(self, index: int) -> int:
         return max((d.util for d in self.devices if d.gpu_index == index), default=0)
@@ -144,7 +148,10 @@ def node_usage(node: dict, pods: list[dict]) -> NodeUsage | None:
     if hardware is None:
         return None
     name = meta(node).get("name", "")
-    gpus = smi_gpus(hardware.model, name, read_layout(node, hardware))
+    faults = gpu_faults.read(meta(node).get("annotations"))
+    gpus = tuple(replace(gpu, uncorrected_ecc=gpu_faults.volatile_dbe(faults, i),
+                         lost=gpu_faults.off_the_bus(faults, i))
+                 for i, gpu in enumerate(smi_gpus(hardware.model, name, read_layout(node, hardware))))
     holders: dict[str, list[Holder]] = {}
     ordered = sorted(pods, key=lambda p: (meta(p).get("creationTimestamp") or "", meta(p).get("name", "")))
     for pod in ordered:
@@ -171,7 +178,7 @@ def node_usage(node: dict, pods: list[dict]) -> NodeUsage | None:
             here = tuple(Holder(h.namespace, h.pod, h.container, h.busy, int(total * fraction) if h.busy else 0)
                          for h in holders.get(uuid, ()))
             devices.append(DeviceUse(index, gpu, mig, uuid, here))
-    return NodeUsage(name, gpus, tuple(devices), driver_version(node))
+    return NodeUsage(name, gpus, tuple(devices), driver_version(node), faults)
 
 
 def _mig_uuid(gpu: SmiGpu, device: MigDevice) -> str:
@@ -184,4 +191,7 @@ def power_w(use: NodeUsage, index: int) -> float:
 
 
 def temperature_c(use: NodeUsage, index: int) -> int:
+    """Idle plus the activity's heat; a GPU in thermal slowdown is as hot as the slowdown's threshold."""
+    if gpu_faults.thermal(use.faults, index):
+        return gpu_faults.THERMAL_SLOWDOWN_TEMPERATURE_C
     return use.gpus[index].model.idle_temperature_c + round(35 * use.gpu_util(index) / 100)

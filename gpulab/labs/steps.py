@@ -130,6 +130,27 @@ class DraDriver:
 
 
 @dataclass(frozen=True)
+class GpuFault:
+    """A fault in one GPU of a node (``gpulab fault inject``): an XID, or a thermal slowdown."""
+
+    node: str
+    gpu: int
+    xid: int | None = None
+    thermal: bool = False
+
+    def describe(self) -> str:
+        fault = "--thermal" if self.thermal else f"--xid {self.xid}"
+        return (f"make GPU {self.gpu} of node {self.node} fail: "
+                f"gpulab fault inject --node {self.node} --gpu {self.gpu} {fault}")
+
+    def apply(self, api_client) -> None:
+        from ..gpustack.faultcli import inject
+        from ..kubeclient import Kube
+
+        inject(Kube(api_client), self.node, self.gpu, self.xid, thermal=self.thermal)
+
+
+@dataclass(frozen=True)
 class PoolLabels:
     """``pool=<gpu family>`` on every GPU node (lab02's first exercise, done)."""
 
