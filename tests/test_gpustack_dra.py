@@ -33,9 +33,10 @@ def installed(cluster):
     refused = cluster.gpulab("install", "nvidia-dra-driver-gpu", check=False)
     assert refused.returncode == 1
     assert refused.stderr.startswith(
-        "Error: INSTALLATION FAILED: execution error at (nvidia-dra-driver-gpu/templates/validation.yaml:39:4): \n"
-        "The default value of 'resources.gpus.enabled=true' is not yet supported.")
-    assert "you must also set 'gpuResourcesEnabledOverride=true'." in refused.stderr
+        "Error: INSTALLATION FAILED: execution error at (nvidia-dra-driver-gpu/templates/validation.yaml:42:4): \n\n"
+        "The default value of 'resources.gpus.enabled == true'. However, when 'resources.gpus.enabled=true' this "
+        "DRA driver cannot be deployed alongside the standard GPU device plugin on the same node.")
+    assert "\n    --set 'gpuResourcesEnabledOverride=true'\n" in refused.stderr
     assert cluster.kubectl("get", "deviceclasses", "-o", "name").stdout == ""   # nothing half-installed
     out = cluster.gpulab("install", "nvidia-dra-driver-gpu", "--create-namespace", "--set",
                          "gpuResourcesEnabledOverride=true", "--set", "featureGates.DynamicMIG=true", timeout=180)

@@ -57,8 +57,11 @@ _MIG_NAME = re.compile(r"^gpu-(\d+)-mig-(.+)-(\d+)-(\d+)$")
 _GPU_NAME = re.compile(r"^gpu-(\d+)$")
 
 
-def device_classes(*, gpus: bool = True, compute_domains: bool = True) -> list[dict]:
-    """The chart's DeviceClasses (templates/deviceclass-*.yaml), with the selectors it ships."""
+def device_classes(*, gpus: bool = True, compute_domains: bool = True,
+                   extended_resource_name: bool = True) -> list[dict]:
+    """The chart's DeviceClasses (templates/deviceclass-*.yaml), with the selectors it ships. The GPU Operator's
+    copies (manifests/state-dra-driver/04*_deviceclass-*.yaml) have the same selectors and no
+    ``extendedResourceName``."""
     def cls(name: str, expression: str, **spec) -> dict:
         return {"apiVersion": API_VERSION, "kind": "DeviceClass", "metadata": {"name": name},
                 "spec": {"selectors": [{"cel": {"expression": expression}}], **spec}}
@@ -67,7 +70,7 @@ def device_classes(*, gpus: bool = True, compute_domains: bool = True) -> list[d
     if gpus:
         out.append(cls("gpu.nvidia.com", "device.driver == 'gpu.nvidia.com' && "
                                          "device.attributes['gpu.nvidia.com'].type == 'gpu'",
-                       extendedResourceName="nvidia.com/gpu"))
+                       **({"extendedResourceName": "nvidia.com/gpu"} if extended_resource_name else {})))
         out.append(cls("mig.nvidia.com", "device.driver == 'gpu.nvidia.com' && "
                                          "device.attributes['gpu.nvidia.com'].type == 'mig'"))
     if compute_domains:
