@@ -221,7 +221,8 @@ def test_the_quoted_outputs_are_the_narratives_words():
                              "Attempting fallback strategies: [empty]"],
         "05-gang-scheduling": ["Complete", "podgroups                      scheduling.k8s.io/v1beta1",
                                "PodGroupInitiallyScheduled   True"],
-        "06-dra": ["cannot allocate all claims", "CEL runtime error", "no such key: memory"],
+        "06-dra": ["cannot allocate all claims", "CEL runtime error", "no such key: memory",
+                   "cannot be deployed alongside the standard GPU device plugin on the same node"],
     }.items():
         assert all(word in kept[module] for word in words), (module, words, kept[module])
 

@@ -1,21 +1,23 @@
 """``gpulab install nvidia-dra-driver-gpu``: NVIDIA's DRA driver for GPUs, as its Helm chart installs it.
 
-On a real cluster: ``helm install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu --version=25.8.1
+On a real cluster: ``helm install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu --version=25.12.0
 --namespace nvidia-dra-driver-gpu --create-namespace --set gpuResourcesEnabledOverride=true`` (the chart of
-kubernetes-sigs/dra-driver-nvidia-gpu, deployments/helm/nvidia-dra-driver-gpu at v25.8.1). This creates,
-through the API, what that chart's templates create with the given values:
+kubernetes-sigs/dra-driver-nvidia-gpu, deployments/helm/nvidia-dra-driver-gpu at v25.12.0, its newest release).
+This creates, through the API, what that chart's templates create with the given values:
 
 * the DeviceClasses (templates/deviceclass-*.yaml, :func:`.dra.device_classes`);
 * the ``nvidia-dra-driver-gpu-kubelet-plugin`` DaemonSet (templates/kubeletplugin.yaml), on nodes NFD or GFD
-  marks as having an NVIDIA GPU, its ``FEATURE_GATES`` from ``featureGates`` (``featureGates.DynamicMIG=true``
-  publishes MIG partitions); where its pod runs, the GPU stack plays the plugin (:mod:`.drakubeletplugin`);
+  marks as having an NVIDIA GPU and ``kubeletPlugin.nodeSelector`` selects, its ``FEATURE_GATES`` from
+  ``featureGates`` (``featureGates.DynamicMIG=true`` publishes MIG partitions); where its pod runs, the GPU
+  stack plays the plugin (:mod:`.drakubeletplugin`);
 * the ``nvidia-dra-driver-gpu-controller`` Deployment when ``resources.computeDomains.enabled``.
 
 The chart's refusals come first, with its text (templates/validation.yaml): GPU allocation
 (``resources.gpus.enabled``, true by default) is refused unless ``gpuResourcesEnabledOverride=true``, since the
-driver would collide with the device plugin on the same node; the ``default`` namespace is refused unless
-``allowDefaultNamespace=true``. Not rendered: RBAC, the ComputeDomain CRDs and the webhook (no compute domains
-are emulated), the Helm release Secret.
+driver would collide with the device plugin on the same node: the chart cannot see the device plugin, so the
+override is the installer's word that it is off where the kubelet plugin runs; the ``default`` namespace is
+refused unless ``allowDefaultNamespace=true``. Not rendered: RBAC, the ComputeDomain CRDs and the webhook (no
+compute domains are emulated), the Helm release Secret.
 
 Hand-written rather than rendered by helm: helm is not in the course environment, and the chart's objects
 are few.
