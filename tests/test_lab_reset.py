@@ -42,7 +42,7 @@ def test_labs_by_name_or_prefix_and_what_a_reset_changes():
     assert labs.describe("lab05")[2] == (
         "create job/train-a and job/train-b in namespace default, each first with 2 workers, then raise each to 4 "
         "so both hold GPUs and neither can start")
-    assert labs.describe("lab06")[1:] == [
+    assert labs.describe("lab06")[2:] == [
         "label each GPU node gpu-allocation=dra and nvidia.com/gpu.deploy.device-plugin=false (no device plugin there)",
         "install NVIDIA's DRA driver for GPUs: helm install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu "
         "-n nvidia-dra-driver-gpu --create-namespace --version=25.12.0 --set gpuResourcesEnabledOverride=true "
