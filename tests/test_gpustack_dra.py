@@ -33,9 +33,10 @@ def installed(cluster):
     refused = cluster.gpulab("install", "nvidia-dra-driver-gpu", check=False)
     assert refused.returncode == 1
     assert refused.stderr.startswith(
-        "Error: INSTALLATION FAILED: execution error at (nvidia-dra-driver-gpu/templates/validation.yaml:39:4): \n"
-        "The default value of 'resources.gpus.enabled=true' is not yet supported.")
-    assert "you must also set 'gpuResourcesEnabledOverride=true'." in refused.stderr
+        "Error: INSTALLATION FAILED: execution error at (nvidia-dra-driver-gpu/templates/validation.yaml:42:4): \n\n"
+        "The default value of 'resources.gpus.enabled == true'. However, when 'resources.gpus.enabled=true' this "
+        "DRA driver cannot be deployed alongside the standard GPU device plugin on the same node.")
+    assert "\n    --set 'gpuResourcesEnabledOverride=true'\n" in refused.stderr
     assert cluster.kubectl("get", "deviceclasses", "-o", "name").stdout == ""   # nothing half-installed
     out = cluster.gpulab("install", "nvidia-dra-driver-gpu", "--create-namespace", "--set",
                          "gpuResourcesEnabledOverride=true", "--set", "featureGates.DynamicMIG=true", timeout=180)
@@ -67,6 +68,8 @@ def test_the_chart_installs_its_device_classes_with_their_selectors(installed):
     assert classes["gpu.nvidia.com"]["extendedResourceName"] == "nvidia.com/gpu"
     assert classes["mig.nvidia.com"]["selectors"][0]["cel"]["expression"] == (
         "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'")
+    assert classes["vfio.gpu.nvidia.com"]["selectors"][0]["cel"]["expression"] == (
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'vfio'")
     ds = installed.kubectl("get", "daemonset", "-n", "nvidia-dra-driver-gpu", "--no-headers").stdout.split()
     assert ds[0] == "nvidia-dra-driver-gpu-kubelet-plugin" and ds[1] == "2"      # the two GPU nodes
 
@@ -85,6 +88,7 @@ def test_each_gpu_node_publishes_its_gpus_and_mig_partitions(installed, resource
     assert gpu.attributes["architecture"].string == "Hopper"
     assert gpu.attributes["cudaComputeCapability"].version == "9.0.0"
     assert gpu.attributes["uuid"].string.startswith("GPU-")
+    assert set(gpu.attributes) >= {"resource.kubernetes.io/pciBusID"} and "pcieBusID" not in gpu.attributes
     assert {"gpu-0-mig-3g40gb-9-0", "gpu-0-mig-3g40gb-9-4", "gpu-0-mig-4g40gb-5-0", "gpu-0-mig-7g80gb-0-0",
             "gpu-7-mig-1g10gb-19-6"} <= set(devices)
     assert devices["gpu-0-mig-3g40gb-9-4"].attributes["profile"].string == "3g.40gb"

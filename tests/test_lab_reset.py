@@ -43,9 +43,10 @@ def test_labs_by_name_or_prefix_and_what_a_reset_changes():
         "create job/train-a and job/train-b in namespace default, each first with 2 workers, then raise each to 4 "
         "so both hold GPUs and neither can start")
     assert labs.describe("lab06")[2:] == [
+        "label each GPU node gpu-allocation=dra and nvidia.com/gpu.deploy.device-plugin=false (no device plugin there)",
         "install NVIDIA's DRA driver for GPUs: helm install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu "
-        "-n nvidia-dra-driver-gpu --create-namespace --version=25.8.1 --set gpuResourcesEnabledOverride=true "
-        "--set featureGates.DynamicMIG=true",
+        "-n nvidia-dra-driver-gpu --create-namespace --version=25.12.0 --set gpuResourcesEnabledOverride=true "
+        "--set featureGates.DynamicMIG=true --set kubeletPlugin.nodeSelector.gpu-allocation=dra",
         "create resourceclaimtemplate/gpu-100gb, pod/too-big in namespace team-a (it stays Pending)"]
     with pytest.raises(KeyError, match="no lab 'lab9'; the labs are 00-setup \\(setup\\), lab01-gpu-operator"):
         labs.resolve("lab9")

@@ -226,7 +226,8 @@ def test_the_quoted_outputs_are_the_narratives_words():
         "05-gang-scheduling": ["Complete", "podgroups                      scheduling.k8s.io/v1beta1",
                                "PodGroupInitiallyScheduled   True",
                                "train-b workers refused at the filter (Insufficient nvidia.com/gpu): yes"],
-        "06-dra": ["cannot allocate all claims", "CEL runtime error", "no such key: memory"],
+        "06-dra": ["cannot allocate all claims", "CEL runtime error", "no such key: memory",
+                   "cannot be deployed alongside the standard GPU device plugin on the same node"],
     }.items():
         assert all(word in kept[module] for word in words), (module, words, kept[module])
 

@@ -49,7 +49,9 @@ _FREE_FORM = frozenset({
     "extraObjects", "node-feature-discovery", "startupProbe", "livenessProbe", "readinessProbe",
     "podSecurityContext",
 })
-_FREE_FORM_PATHS = frozenset({("kataManager", "config"), ("dcgmExporter", "config")})
+_FREE_FORM_PATHS = frozenset({("kataManager", "config"), ("dcgmExporter", "config"), ("draDriver", "featureGates"),
+                               ("draDriver", "gpus", "kubeletPlugin"), ("draDriver", "computeDomains", "controller"),
+                               ("draDriver", "computeDomains", "kubeletPlugin")})
 # Keys the templates read although values.yaml leaves them out (commented or absent).
 _OPTIONAL_KEYS = {
     (): {"nameOverride", "fullnameOverride"},
@@ -292,17 +294,68 @@ def values_for(version: str | None = None, overrides: dict[str, Any] | None = No
     return values
 
 
+_VALIDATIONS = f"execution error at ({CHART_NAME}/templates/validations.yaml:{{line}}:3): "
+GPUCLUSTER_FROM = "v26.7.0"
+
+
 def _refuse_other_custom_resources(values: dict[str, Any], version: str) -> None:
     """From v26.7.0 the chart renders the ClusterPolicy only with ``clusterPolicy.deployCR`` and can render a
-    GPUCluster instead (``gpuCluster.deployCR``, Technology Preview; templates/validations.yaml refuses both at
-    once). The emulation runs a ClusterPolicy only, so it refuses what would leave none."""
-    if (values.get("gpuCluster") or {}).get("deployCR"):
-        raise ChartError(f"gpuCluster.deployCR=true: chart {CHART_NAME} {version} would deploy a GPUCluster "
-                         "(nvidia.com/v1alpha1, Technology Preview), which gpulab does not emulate; keep the "
-                         "ClusterPolicy (clusterPolicy.deployCR=true)")
-    if (values.get("clusterPolicy") or {}).get("deployCR") is False:
+    GPUCluster instead (``gpuCluster.deployCR``, Technology Preview). ``templates/validations.yaml`` refuses both
+    at once, and a GPUCluster whose driver the ClusterPolicy-less operator would have to install without an
+    NVIDIADriver; gpulab then refuses an NVIDIADriver-managed driver (not emulated) and a release with neither CR."""
+    cluster_policy = (values.get("clusterPolicy") or {}).get("deployCR", True) is not False
+    gpu_cluster = bool((values.get("gpuCluster") or {}).get("deployCR"))
+    driver = values.get("driver") or {}
+    nvidia_driver_crd = bool((driver.get("nvidiaDriverCRD") or {}).get("enabled"))
+    if cluster_policy and gpu_cluster:
+        raise ChartError(_VALIDATIONS.format(line=2) + "clusterPolicy.deployCR and gpuCluster.deployCR cannot both be "
+                         "true; only one CR can exist")
+    if gpu_cluster and driver.get("enabled", True) and not nvidia_driver_crd:
+        raise ChartError(_VALIDATIONS.format(line=6) + "the NVIDIADriver CRD must be enabled when deploying a "
+                         "GPUCluster CR, set driver.nvidiaDriverCRD.enabled=true")
+    if gpu_cluster and driver.get("enabled", True):
+        raise ChartError(f"gpuCluster.deployCR=true with driver.nvidiaDriverCRD.enabled=true: chart {CHART_NAME} "
+                         f"{version} would leave the driver to NVIDIADriver objects, which gpulab does not emulate; "
+                         "set driver.enabled=false (the emulated hosts have their driver installed)")
+    if not cluster_policy and not gpu_cluster:
         raise ChartError(f"clusterPolicy.deployCR=false: chart {CHART_NAME} {version} would deploy no "
-                         "ClusterPolicy, and gpulab emulates the operator through its ClusterPolicy only")
+                         "ClusterPolicy and no GPUCluster, leaving the operator nothing to do; set "
+                         "gpuCluster.deployCR=true for the DRA stack")
+
+
+def gpu_cluster(values: dict[str, Any], *, version: str | None = None,
+                release_name: str = CHART_NAME) -> dict[str, Any]:
+    """The ``GPUCluster`` ``gpu-cluster`` of ``templates/gpucluster.yaml`` (v26.7.0): the ``draDriver`` block, the
+    DCGM and DCGM Exporter switches, the host paths and the DaemonSets' common settings."""
+    canonical = normalise_version(version)
+    dra = values.get("draDriver") or {}
+    driver_spec: dict[str, Any] = {key: copy.deepcopy(dra[key]) for key in (
+        "repository", "image", "version", "imagePullPolicy", "imagePullSecrets", "featureGates") if dra.get(key)}
+    if ((dra.get("gpus") or {}).get("kubeletPlugin")):
+        driver_spec["gpus"] = {"kubeletPlugin": copy.deepcopy(dra["gpus"]["kubeletPlugin"])}
+    domains = dra.get("computeDomains") or {}
+    driver_spec["computeDomains"] = {"enabled": domains.get("enabled", True),
+                                     **{key: copy.deepcopy(domains[key]) for key in ("controller", "kubeletPlugin")
+                                        if domains.get(key)}}
+    host_paths = values.get("hostPaths") or {}
+    labels = {**chart_labels(canonical, release_name), "app.kubernetes.io/component": CHART_NAME}
+    return {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "GPUCluster",
+        "metadata": {"name": "gpu-cluster", "labels": labels, "annotations": {"helm.sh/resource-policy": "keep"}},
+        "spec": {"draDriver": driver_spec,
+                 "dcgm": {"enabled": bool((values.get("dcgm") or {}).get("enabled"))},
+                 "dcgmExporter": {"enabled": bool((values.get("dcgmExporter") or {}).get("enabled", True))},
+                 "hostPaths": {key: host_paths[key] for key in ("driverInstallDir", "kubeletRootDir")
+                               if host_paths.get(key)},
+                 "daemonsets": copy.deepcopy(values.get("daemonsets") or {})},
+    }
+
+
+def deploys(values: dict[str, Any]) -> tuple[bool, bool]:
+    """(ClusterPolicy, GPUCluster): which custom resource the chart renders for these values."""
+    return ((values.get("clusterPolicy") or {}).get("deployCR", True) is not False,
+            bool((values.get("gpuCluster") or {}).get("deployCR")))
 
 
 # --- templates/clusterpolicy.yaml -----------------------------------------------------------
@@ -427,18 +480,24 @@ def cluster_policy(values: dict[str, Any], *, version: str | None = None,
     }
 
 
-# The chart's crds/ (and its node-feature-discovery sub-chart's), in the order Helm creates them.
+# The chart's crds/ (and its node-feature-discovery sub-chart's), in the order Helm creates them; v26.7.0 adds
+# the GPUCluster's (NVIDIA/gpu-operator deployments/gpu-operator/crds/nvidia.com_gpuclusters.yaml at the tag).
 CRD_FILES = ("nvidia.com_clusterpolicies.yaml", "nvidia.com_nvidiadrivers.yaml", "nfd-api-crds.yaml")
+GPUCLUSTER_CRD_FILE = "nvidia.com_gpuclusters.yaml"
 
 
 @cache
-def _crds() -> tuple[dict[str, Any], ...]:
-    return tuple(doc for name in CRD_FILES for doc in yaml.safe_load_all(_data_text(f"crds/{name}")) if doc)
+def _crds(with_gpucluster: bool = False) -> tuple[dict[str, Any], ...]:
+    names = (*CRD_FILES[:2], GPUCLUSTER_CRD_FILE, *CRD_FILES[2:]) if with_gpucluster else CRD_FILES
+    return tuple(doc for name in names for doc in yaml.safe_load_all(_data_text(f"crds/{name}")) if doc)
 
 
-def operator_crds() -> list[dict[str, Any]]:
-    """Fresh copies of every CustomResourceDefinition the chart installs (ClusterPolicy, NVIDIADriver, NFD's)."""
-    return copy.deepcopy(list(_crds()))
+def operator_crds(version: str | None = None) -> list[dict[str, Any]]:
+    """Fresh copies of every CustomResourceDefinition chart ``version`` installs (ClusterPolicy, NVIDIADriver,
+    from v26.7.0 GPUCluster, NFD's); without a version, the first three only."""
+    with_gpucluster = version is not None and \
+        _release_key(normalise_version(version)) >= _release_key(GPUCLUSTER_FROM)
+    return copy.deepcopy(list(_crds(with_gpucluster)))
 
 
 def clusterpolicy_crd() -> dict[str, Any]:

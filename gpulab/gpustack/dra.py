@@ -8,7 +8,8 @@ publishes the GPUs of its node as the devices of one pool named after the node:
   of ``GpuInfo.GetDevice`` (cmd/gpu-kubelet-plugin/deviceinfo.go): ``type``
   ``gpu``, ``uuid``, ``productName``, ``brand``, ``architecture``,
   ``cudaComputeCapability``, ``driverVersion``, ``cudaDriverVersion`` (the last
-  three as semantic versions) and ``pcieBusID``, and the capacity ``memory``;
+  three as semantic versions) and the standard ``resource.kubernetes.io/pciBusID`` (v25.12.0, partitions.go
+  ``PartDevAttributes``; v25.8 named it ``pcieBusID``), and the capacity ``memory``;
 * with the ``DynamicMIG`` feature gate (``featureGates.DynamicMIG=true``, alpha,
   newer than the 25.8 chart) every MIG profile placement the GPU allows is a
   partitionable device ``gpu-<minor>-mig-<profile>-<profile id>-<start>``
@@ -57,8 +58,15 @@ _MIG_NAME = re.compile(r"^gpu-(\d+)-mig-(.+)-(\d+)-(\d+)$")
 _GPU_NAME = re.compile(r"^gpu-(\d+)$")
 
 
-def device_classes(*, gpus: bool = True, compute_domains: bool = True) -> list[dict]:
-    """The chart's DeviceClasses (templates/deviceclass-*.yaml), with the selectors it ships."""
+# k8s.io/dynamic-resource-allocation/deviceattribute StandardDeviceAttributePrefix + "pciBusID".
+PCI_BUS_ID_ATTRIBUTE = "resource.kubernetes.io/pciBusID"
+
+
+def device_classes(*, gpus: bool = True, compute_domains: bool = True,
+                   extended_resource_name: bool = True) -> list[dict]:
+    """The chart's DeviceClasses (templates/deviceclass-*.yaml), with the selectors it ships. The GPU Operator's
+    copies (manifests/state-dra-driver/04*_deviceclass-*.yaml) have the same selectors and no
+    ``extendedResourceName``."""
     def cls(name: str, expression: str, **spec) -> dict:
         return {"apiVersion": API_VERSION, "kind": "DeviceClass", "metadata": {"name": name},
                 "spec": {"selectors": [{"cel": {"expression": expression}}], **spec}}
@@ -67,9 +75,11 @@ def device_classes(*, gpus: bool = True, compute_domains: bool = True) -> list[d
     if gpus:
         out.append(cls("gpu.nvidia.com", "device.driver == 'gpu.nvidia.com' && "
                                          "device.attributes['gpu.nvidia.com'].type == 'gpu'",
-                       extendedResourceName="nvidia.com/gpu"))
+                       **({"extendedResourceName": "nvidia.com/gpu"} if extended_resource_name else {})))
         out.append(cls("mig.nvidia.com", "device.driver == 'gpu.nvidia.com' && "
                                          "device.attributes['gpu.nvidia.com'].type == 'mig'"))
+        out.append(cls("vfio.gpu.nvidia.com", "device.driver == 'gpu.nvidia.com' && "
+                                              "device.attributes['gpu.nvidia.com'].type == 'vfio'"))
     if compute_domains:
         out.append(cls("compute-domain-daemon.nvidia.com",
                        "device.driver == 'compute-domain.nvidia.com' && "
@@ -116,7 +126,7 @@ def _common_attributes(model: GpuModel, index: int, driver_version: str) -> dict
         "cudaComputeCapability": {"version": semver(f"{major}.{minor}")},
         "driverVersion": {"version": semver(driver_version)},
         "cudaDriverVersion": {"version": semver(cuda_version(driver_version))},
-        "pcieBusID": {"string": pci_bus_id(index).lower()[4:]},
+        PCI_BUS_ID_ATTRIBUTE: {"string": pci_bus_id(index).lower()[4:]},
     }
 
 

@@ -1,21 +1,23 @@
 """``gpulab install nvidia-dra-driver-gpu``: NVIDIA's DRA driver for GPUs, as its Helm chart installs it.
 
-On a real cluster: ``helm install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu --version=25.8.1
+On a real cluster: ``helm install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu --version=25.12.0
 --namespace nvidia-dra-driver-gpu --create-namespace --set gpuResourcesEnabledOverride=true`` (the chart of
-kubernetes-sigs/dra-driver-nvidia-gpu, deployments/helm/nvidia-dra-driver-gpu at v25.8.1). This creates,
-through the API, what that chart's templates create with the given values:
+kubernetes-sigs/dra-driver-nvidia-gpu, deployments/helm/nvidia-dra-driver-gpu at v25.12.0, its newest release).
+This creates, through the API, what that chart's templates create with the given values:
 
 * the DeviceClasses (templates/deviceclass-*.yaml, :func:`.dra.device_classes`);
 * the ``nvidia-dra-driver-gpu-kubelet-plugin`` DaemonSet (templates/kubeletplugin.yaml), on nodes NFD or GFD
-  marks as having an NVIDIA GPU, its ``FEATURE_GATES`` from ``featureGates`` (``featureGates.DynamicMIG=true``
-  publishes MIG partitions); where its pod runs, the GPU stack plays the plugin (:mod:`.drakubeletplugin`);
+  marks as having an NVIDIA GPU and ``kubeletPlugin.nodeSelector`` selects, its ``FEATURE_GATES`` from
+  ``featureGates`` (``featureGates.DynamicMIG=true`` publishes MIG partitions); where its pod runs, the GPU
+  stack plays the plugin (:mod:`.drakubeletplugin`);
 * the ``nvidia-dra-driver-gpu-controller`` Deployment when ``resources.computeDomains.enabled``.
 
 The chart's refusals come first, with its text (templates/validation.yaml): GPU allocation
 (``resources.gpus.enabled``, true by default) is refused unless ``gpuResourcesEnabledOverride=true``, since the
-driver would collide with the device plugin on the same node; the ``default`` namespace is refused unless
-``allowDefaultNamespace=true``. Not rendered: RBAC, the ComputeDomain CRDs and the webhook (no compute domains
-are emulated), the Helm release Secret.
+driver would collide with the device plugin on the same node: the chart cannot see the device plugin, so the
+override is the installer's word that it is off where the kubelet plugin runs; the ``default`` namespace is
+refused unless ``allowDefaultNamespace=true``. Not rendered: RBAC, the ComputeDomain CRDs and the webhook (no
+compute domains are emulated), the Helm release Secret.
 
 Hand-written rather than rendered by helm: helm is not in the course environment, and the chart's objects
 are few.
@@ -37,23 +39,39 @@ from .drakubeletplugin import COMPONENT_LABEL, FEATURE_GATES_ENV, KUBELET_PLUGIN
 
 CHART_NAMES = ("nvidia-dra-driver-gpu", "nvidia/nvidia-dra-driver-gpu")
 CHART = "nvidia-dra-driver-gpu"
-VERSION = "25.8.1"
+VERSION = "25.12.0"
 RELEASE = CHART
 DEFAULT_NAMESPACE = CHART
 IMAGE = f"nvcr.io/nvidia/k8s-dra-driver-gpu:v{VERSION}"
 DEVICECLASSES = Resource("resource.k8s.io/v1", "deviceclasses", namespaced=False)
 _POLL_SECONDS = 0.5
 _VALIDATION = f"execution error at ({CHART}/templates/validation.yaml:{{line}}:4): "
-# The chart's default values that this emulation reads (values.yaml at v25.8.1).
+# The chart's default values that this emulation reads (values.yaml at v25.12.0).
 DEFAULTS: dict[str, Any] = {
     "nvidiaDriverRoot": "/", "gpuResourcesEnabledOverride": False, "allowDefaultNamespace": False,
     "namespace": "", "namespaceOverride": "", "featureGates": {}, "logVerbosity": "4",
     "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": True}},
+    "kubeletPlugin": {"nodeSelector": {}},
 }
 # kubeletPlugin.affinity: a node with an NVIDIA PCI device (NFD) or a GPU (GFD).
 _GPU_NODE_TERMS = [{"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]} for key, value in (
     ("feature.node.kubernetes.io/pci-10de.present", "true"), ("feature.node.kubernetes.io/cpu-model.vendor_id",
                                                               "NVIDIA"), ("nvidia.com/gpu.present", "true"))]
+
+
+# templates/validation.yaml (v25.12.0), its third ``fail``: the chart cannot see whether the device plugin serves
+# the nodes, so GPU allocation waits for the installer's word that it does not (gpuResourcesEnabledOverride).
+GPU_RESOURCES_REFUSAL = (
+    "\n\nThe default value of 'resources.gpus.enabled == true'. However, when 'resources.gpus.enabled=true' this DRA "
+    "driver cannot be deployed alongside the standard GPU device plugin on the same node. To avoid potential "
+    "collisions between these two components, we will not allow this default to take effect until KEP 5004 has "
+    "reached GA in upstream Kubernetes.\n\nIf you are sure you have disabled the deployment of the standard GPU "
+    "device plugin and want to remove this error and force 'resources.gpus.enabled=true', you must also:\n\n"
+    "    --set 'gpuResourcesEnabledOverride=true'\n\nOnce KEP 5004 has reached GA, this DRA driver will be able to "
+    "honour extended resource requests for 'nvidia.com/gpu' alongside requests made using ResourceClaims, "
+    "essentially obsoleting the need for the standard GPU device plugin altogether. If you want to try this feature "
+    "now, you can enable it in upstream Kubernetes v1.35+ by setting the 'DRAExtendedResource' feature gate on the "
+    "'kube-apiserver', 'kube-scheduler', 'kube-controller-manager', and 'kubelet'.")
 
 
 class InstallError(RuntimeError):
@@ -83,12 +101,7 @@ def validate(values: dict[str, Any], namespace: str) -> None:
                            "--create-namespace as necessary) to run in a specific namespace."
                            "\nSee: https://helm.sh/docs/helm/helm_install/#options")
     if values["resources"]["gpus"].get("enabled") and not values.get("gpuResourcesEnabledOverride"):
-        raise InstallError(_VALIDATION.format(line=39) +
-                           "\nThe default value of 'resources.gpus.enabled=true' is not yet supported."
-                           "\nIt is set to true by default to future proof it as the default once support for it "
-                           "becomes available.\nUntil then, please explicitly set 'resources.gpus.enabled=false' when "
-                           "installing this chart.\nIf you truly want to force 'resources.gpus.enabled=true' to apply, "
-                           "you must also set 'gpuResourcesEnabledOverride=true'.")
+        raise InstallError(_VALIDATION.format(line=42) + GPU_RESOURCES_REFUSAL)
 
 
 def _labels(release: str) -> dict[str, str]:
@@ -128,8 +141,9 @@ def render(values: dict[str, Any], release: str, namespace: str) -> list[tuple[R
         containers.append({"name": "gpus", "image": IMAGE, "command": ["gpu-kubelet-plugin"], "env": env,
                            "securityContext": {"privileged": True}})
     if containers:
+        node_selector = dict((values.get("kubeletPlugin") or {}).get("nodeSelector") or {})
         out.append((kubeclient.DAEMONSETS, workload(
-            "DaemonSet", KUBELET_PLUGIN, containers,
+            "DaemonSet", KUBELET_PLUGIN, containers, **({"nodeSelector": node_selector} if node_selector else {}),
             tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
             affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
                 "nodeSelectorTerms": _GPU_NODE_TERMS}}})))

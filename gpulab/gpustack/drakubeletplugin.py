@@ -29,13 +29,17 @@ PREPARE_ANNOTATION = "gpulab.dev/dra-prepare"
 PREPARED_ANNOTATION = "prepared.dra.gpulab.dev/" + dra.DRIVER
 COMPONENT_LABEL = "nvidia-dra-driver-gpu-component"
 KUBELET_PLUGIN = "kubelet-plugin"
+# The GPU Operator's copy of the plugin (a GPUCluster's, manifests/state-dra-driver/0500_daemonset.yaml).
+OPERATOR_PLUGIN_APP = "nvidia-dra-driver-kubelet-plugin"
 FEATURE_GATES_ENV = "FEATURE_GATES"
 
 
 def plugin_pod(pods_here: list[dict]) -> dict | None:
-    """The chart's kubelet-plugin pod running on the node, if any."""
-    return next((p for p in pods_here if running(p)
-                 and (meta(p).get("labels") or {}).get(COMPONENT_LABEL) == KUBELET_PLUGIN), None)
+    """The kubelet-plugin pod running on the node, if any: the chart's or the GPU Operator's."""
+    def is_plugin(labels: dict[str, str]) -> bool:
+        return labels.get(COMPONENT_LABEL) == KUBELET_PLUGIN or labels.get("app") == OPERATOR_PLUGIN_APP
+
+    return next((p for p in pods_here if running(p) and is_plugin(meta(p).get("labels") or {})), None)
 
 
 def feature_gates(pod: dict) -> dict[str, bool]:

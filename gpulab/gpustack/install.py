@@ -45,6 +45,7 @@ import yaml
 from .. import kubeclient
 from ..kubeclient import ApiException
 from . import chart, nfd, standins
+from .gpucluster import GPUCLUSTERS
 from .operator import CLUSTERPOLICIES
 
 RELEASE_TYPE = "helm.sh/release.v1"
@@ -183,7 +184,11 @@ def render(values: dict[str, Any], version: str, release: str, namespace: str) -
                  "template": {"metadata": {"labels": {**operator_labels, "app": "gpu-operator"},
                                            "annotations": dict(operator_values.get("annotations") or {})},
                               "spec": pod_spec}}}))
-    objects.append((CLUSTERPOLICIES, chart.cluster_policy(values, version=version, release_name=release)))
+    with_policy, with_gpu_cluster = chart.deploys(values)
+    if with_policy:
+        objects.append((CLUSTERPOLICIES, chart.cluster_policy(values, version=version, release_name=release)))
+    if with_gpu_cluster:
+        objects.append((GPUCLUSTERS, chart.gpu_cluster(values, version=version, release_name=release)))
     return objects
 
 
@@ -275,9 +280,9 @@ def _served(crd: dict) -> kubeclient.Resource:
                                namespaced=spec["scope"] == "Namespaced")
 
 
-def _ensure_crds(kube: kubeclient.Kube, timeout: float) -> None:
+def _ensure_crds(kube: kubeclient.Kube, timeout: float, version: str) -> None:
     """Helm's CRD step: create each CRD of ``crds/`` that is missing, then wait until all are served."""
-    crds = chart.operator_crds()
+    crds = chart.operator_crds(version)
     for crd in crds:
         try:
             kube.create(kubeclient.CRDS, crd)
@@ -335,7 +340,7 @@ def install(kube: kubeclient.Kube, *, release: str = DEFAULT_RELEASE, namespace:
     if current_release(kube, release, namespace) is not None:
         raise InstallError("cannot re-use a name that is still in use")
     kube.ensure(kubeclient.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    _ensure_crds(kube, timeout)
+    _ensure_crds(kube, timeout, canonical)
     objects = _for_cluster(kube, render(values, canonical, release, namespace))
     _apply(kube, objects, namespace)
     now = datetime.now().astimezone()
@@ -370,7 +375,7 @@ def upgrade(kube: kubeclient.Kube, *, release: str = DEFAULT_RELEASE, namespace:
         values = chart.values_for(canonical, overrides)
     except chart.ChartError as err:
         raise InstallError(str(err)) from None
-    _ensure_crds(kube, timeout)
+    _ensure_crds(kube, timeout, canonical)
     objects = _for_cluster(kube, render(values, canonical, release, namespace))
     _apply(kube, objects, namespace)
     old_name = _secret_name(release, previous.revision)
@@ -398,7 +403,11 @@ def uninstall(kube: kubeclient.Kube, *, release: str = DEFAULT_RELEASE, namespac
     previous, _ = found
     values = chart.values_for(previous.version, previous.values)
     objects = render(values, previous.version, release, namespace)
+    if chart._release_key(previous.version) >= chart._release_key(chart.GPUCLUSTER_FROM):  # noqa: SLF001
+        _cleanup_gpu_cluster(kube, timeout)
     for resource, obj in reversed(objects):
+        if resource is GPUCLUSTERS:
+            continue        # helm.sh/resource-policy: keep; the pre-delete hook has deleted it
         kube.delete(resource, obj["metadata"]["name"], namespace if resource.namespaced else None,
                     propagation="Background")
     _wait_for_pods_to_stop(kube, namespace, release, timeout)
@@ -413,6 +422,24 @@ def uninstall(kube: kubeclient.Kube, *, release: str = DEFAULT_RELEASE, namespac
     listed = kube.list(kubeclient.SECRETS, namespace, label_selector=f"owner=helm,name={release}")
     for secret in listed.get("items") or []:
         kube.delete(kubeclient.SECRETS, secret["metadata"]["name"], namespace)
+
+
+def _cleanup_gpu_cluster(kube: kubeclient.Kube, timeout: float) -> None:
+    """The pre-delete hook ``gpu-operator-cleanup-gpucluster`` (templates/cleanup_gpucluster.yaml, v26.7.0):
+    delete the GPUCluster ``gpu-cluster`` and wait until it is gone, so the operator, still running, tears its
+    DRA driver down (its finalizer) before helm deletes the operator. Run whether or not the release deployed
+    one, as upstream's is."""
+    try:
+        kube.delete(GPUCLUSTERS, "gpu-cluster")
+    except ApiException as exc:
+        if exc.status == 404:
+            return
+        raise InstallError(kubeclient.error_message(exc)) from None
+    deadline = time.monotonic() + timeout
+    while kube.try_get(GPUCLUSTERS, "gpu-cluster") is not None:
+        if time.monotonic() > deadline:
+            raise InstallError("pre-delete hook gpu-operator-cleanup-gpucluster: timed out waiting for the condition")
+        time.sleep(WAIT_POLL_SECONDS)
 
 
 def _wait_for_pods_to_stop(kube: kubeclient.Kube, namespace: str, release: str, timeout: float) -> None:

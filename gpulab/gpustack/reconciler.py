@@ -42,7 +42,7 @@ from urllib3.exceptions import HTTPError
 from .. import kubeclient
 from ..contract import ALLOCATION_ANNOTATION, PLUGIN_RESOURCES_ANNOTATION
 from ..kubeclient import LEASES, ApiException
-from . import allocation, driver, faults, migmanager, nfd, operator, standins, validator
+from . import allocation, driver, faults, gpucluster, migmanager, nfd, operator, standins, validator
 from .drakubeletplugin import RESOURCECLAIMS, KubeletPlugin, claim_node
 from .deviceplugin import (CONFIG_LABEL, ENDPOINT_STOP_GRACE_SECONDS, ConfigManagerError, LoadedConfig, choose_config,
                            node_resources, plugin_devices, unhealthy_devices)
@@ -92,6 +92,7 @@ class GpuStack:
         self.nodes = Informer(kube, kubeclient.NODES, self._on_node, stop=self.stop)
         self.pods = Informer(kube, kubeclient.PODS, self._on_pod, stop=self.stop)
         self.policies = Informer(kube, operator.CLUSTERPOLICIES, self._on_policy, stop=self.stop)
+        self.gpuclusters = Informer(kube, gpucluster.GPUCLUSTERS, self._on_gpucluster, stop=self.stop)
         self.configmaps = Informer(kube, kubeclient.CONFIGMAPS, self._on_configmap, namespace=namespace, stop=self.stop)
         self.daemonsets = Informer(kube, kubeclient.DAEMONSETS, self._on_daemonset, namespace=namespace, stop=self.stop)
         self.claims = Informer(kube, RESOURCECLAIMS, self._on_claim, stop=self.stop)
@@ -137,10 +138,17 @@ class GpuStack:
         if meta(pod).get("namespace") == self.namespace and operand_app(pod) == OPERATOR_APP:
             self._all_nodes()
             self.queue.add(("policy",))
+            self.queue.add(("gpucluster",))
         if node:
             self.queue.add(("node", node))
 
     def _on_policy(self, kind: str, policy: dict, old: dict | None) -> None:
+        self.queue.add(("policy",))
+        self.queue.add(("gpucluster",))
+        self._all_nodes()
+
+    def _on_gpucluster(self, kind: str, cluster: dict, old: dict | None) -> None:
+        self.queue.add(("gpucluster",))
         self.queue.add(("policy",))
         self._all_nodes()
 
@@ -157,6 +165,7 @@ class GpuStack:
 
     def _on_daemonset(self, kind: str, ds: dict, old: dict | None) -> None:
         self.queue.add(("policy",))
+        self.queue.add(("gpucluster",))
 
     def _all_nodes(self) -> None:
         for node in self.nodes.items():
@@ -166,8 +175,8 @@ class GpuStack:
     def run(self) -> None:
         while not self.stop.is_set() and not self._hold_lease():
             self.stop.wait(LEASE_SECONDS / 9 if self._unreachable_since else LEASE_SECONDS / 3)
-        for informer in (self.nodes, self.pods, self.configmaps, self.daemonsets, self.policies, self.claims,
-                         self.nodefeatures):
+        for informer in (self.nodes, self.pods, self.configmaps, self.daemonsets, self.policies, self.gpuclusters,
+                         self.claims, self.nodefeatures):
             informer.start()
         for informer in (self.nodes, self.pods, self.configmaps, self.daemonsets):
             informer.synced.wait(30)
@@ -181,6 +190,8 @@ class GpuStack:
             try:
                 if key[0] == "node":
                     self.reconcile_node(key[1])
+                elif key[0] == "gpucluster":
+                    self.reconcile_gpucluster()
                 else:
                     self.reconcile_policy()
             except ApiException as exc:
@@ -259,6 +270,10 @@ class GpuStack:
             return None
         return min(items, key=lambda p: (meta(p).get("creationTimestamp", ""), meta(p)["name"]))
 
+    def gpu_cluster(self) -> dict | None:
+        """The GPUCluster, if any (its CRD admits only one, named ``gpu-cluster``)."""
+        return next(iter(self.gpuclusters.items()), None)
+
     def operator_running(self) -> bool:
         return any(running(p) and operand_app(p) == OPERATOR_APP for p in self.pods.items()
                    if meta(p).get("namespace") == self.namespace)
@@ -281,6 +296,9 @@ class GpuStack:
         policy = self.policy()
         spec = (policy or {}).get("spec") or {}
         operator_active = policy is not None and self.operator_running()
+        # Under a GPUCluster (and no ClusterPolicy) the operator labels the node for the DRA stack, and the
+        # driver is the host's: the chart asks for driver.enabled=false or an NVIDIADriver (not emulated).
+        dra_stack = policy is None and self.gpu_cluster() is not None and self.operator_running()
         pods_here = self.pods_on(name)
         operands = self.operands_on(pods_here)
         gpus = node_gpus(node)
@@ -296,10 +314,13 @@ class GpuStack:
                 managed.discard(stale)
             labels.update(fresh)
             managed |= set(fresh)
-        if operator_active:
+        if operator_active and self.gpu_cluster() is None:
             labels = deploy_labels(labels, spec)
+        elif dra_stack:
+            labels = gpucluster.state_labels(labels)
 
-        driver_version = self._driver_version(spec, operands, gpus, policy is not None)
+        driver_version = (driver.PREINSTALLED_DRIVER if gpus else None) if dra_stack else \
+            self._driver_version(spec, operands, gpus, policy is not None)
         layout = read_layout(node, gpus) if gpus else ()
         if gpus and operator_active and "nvidia-mig-manager" in operands:
             layout = self.mig_manager.step(node, gpus, layout, labels, notes, pods_here, spec, operands)
@@ -570,6 +591,10 @@ class GpuStack:
                                 subresource="status")
         if policy is None or not self.operator_running():
             return
+        clusters = self.gpuclusters.items()
+        if clusters:        # the two stacks may not coexist: the ClusterPolicy controller stops at this error
+            self._write_status(operator.CLUSTERPOLICIES, policy, gpucluster.conflict(clusters))
+            return
         nodes = self.nodes.items()
         gpu_labels = [meta(n).get("labels") or {} for n in nodes
                       if (meta(n).get("labels") or {}).get(nfd.PCI_NVIDIA_LABEL) == "true"]
@@ -596,14 +621,63 @@ class GpuStack:
         verdict = operator.policy_status(policy, daemonsets, has_nfd_labels=any(
             k.startswith(nfd.PREFIX) for n in nodes for k in (meta(n).get("labels") or {})),
             has_gpu_nodes=bool(gpu_labels))
-        current = policy.get("status") or {}
-        status = operator.status_object(current, verdict, self.namespace, _now_iso()[:19] + "Z")
-        if current != status:
-            body = {**policy, "status": status}
-            self.kube.update(operator.CLUSTERPOLICIES, body, subresource="status")
+        self._write_status(operator.CLUSTERPOLICIES, policy, verdict)
         if verdict.state == "notReady":
             self.queue.add_after(("policy",), 5.0)
         self.driver_upgrades.step(policy, nodes)
+
+    def _write_status(self, resource: kubeclient.Resource, obj: dict, verdict: operator.PolicyStatus) -> None:
+        current = obj.get("status") or {}
+        status = operator.status_object(current, verdict, self.namespace, _now_iso()[:19] + "Z")
+        if current != status:
+            self.kube.update(resource, {**obj, "status": status}, subresource="status")
+
+    # --- the GPUCluster --------------------------------------------------------------------------
+    def reconcile_gpucluster(self) -> None:
+        """``GPUClusterReconciler.Reconcile``: finalizer, prerequisite, namespace label, DRA driver, status."""
+        cluster = self.gpu_cluster()
+        if cluster is None or not self.operator_running():
+            return
+        name = meta(cluster)["name"]
+        finalizers = list(meta(cluster).get("finalizers") or [])
+        if meta(cluster).get("deletionTimestamp"):
+            # No workload of this emulation holds claims (the DCGM states are not emulated): nothing to drain.
+            if gpucluster.FINALIZER in finalizers:
+                finalizers.remove(gpucluster.FINALIZER)
+                self.kube.update(gpucluster.GPUCLUSTERS, {**cluster, "metadata": {**meta(cluster),
+                                                                                 "finalizers": finalizers}})
+            return
+        if gpucluster.FINALIZER not in finalizers:
+            cluster = self.kube.update(gpucluster.GPUCLUSTERS, {**cluster, "metadata": {
+                **meta(cluster), "finalizers": [*finalizers, gpucluster.FINALIZER]}})
+        policies = self.policies.items()
+        workloads: dict[str, dict | None] = {}
+        if not policies:
+            namespace = self.kube.get(kubeclient.NAMESPACES, self.namespace)
+            if (meta(namespace).get("labels") or {}).get(gpucluster.ADMIN_ACCESS_LABEL) != "true":
+                self.kube.patch(kubeclient.NAMESPACES, self.namespace,
+                                {"metadata": {"labels": {gpucluster.ADMIN_ACCESS_LABEL: "true"}}})
+            stand_ins = standins.uses_stand_ins(self.kube)
+            for resource, obj in gpucluster.desired_objects(cluster, self.namespace):
+                if stand_ins and resource in (kubeclient.DAEMONSETS, kubeclient.DEPLOYMENTS):
+                    obj = standins.stand_in_workload(obj)
+                if resource is kubeclient.DAEMONSETS:
+                    self._apply_daemonset(obj)
+                    workloads[obj["metadata"]["name"]] = self.daemonsets.get(obj["metadata"]["name"], self.namespace)
+                    continue
+                where = self.namespace if resource.namespaced else None
+                if self.kube.try_get(resource, obj["metadata"]["name"], where) is None:
+                    try:
+                        self.kube.create(resource, obj, where)
+                    except ApiException as exc:
+                        if exc.status != 409:
+                            raise
+                if resource is kubeclient.DEPLOYMENTS:
+                    workloads[obj["metadata"]["name"]] = self.kube.try_get(resource, obj["metadata"]["name"], where)
+        verdict = gpucluster.cluster_status(cluster, workloads, policies)
+        self._write_status(gpucluster.GPUCLUSTERS, self.kube.get(gpucluster.GPUCLUSTERS, name), verdict)
+        if verdict.state == "notReady":
+            self.queue.add_after(("gpucluster",), 5.0)
 
     def _apply_daemonset(self, desired: dict) -> None:
         digest = hashlib.sha256(json.dumps(desired, sort_keys=True).encode()).hexdigest()[:16]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..checks.registry import LABS as CHECK_LABS
-from .steps import DeadlockedJobs, DraDriver, GpuOperator, GpuTaint, PendingPod, PoolLabels
+from .steps import DeadlockedJobs, DraDriver, DraPool, GpuOperator, GpuTaint, PendingPod, PoolLabels
 
 PINNED = ("driver.version=580.105.08",)
 
@@ -30,6 +30,6 @@ LABS = (
     Lab("lab04-sharing", "Sharing a GPU: MIG and time-slicing", (GpuOperator((*PINNED, "mig.strategy=mixed")),)),
     Lab("lab05-gang-scheduling", "Gang scheduling", (GpuOperator(PINNED), DeadlockedJobs("deadlocked-jobs.yaml"))),
     Lab("lab06-dra", "Asking for GPUs by what they are (DRA)",
-        (GpuOperator(PINNED), DraDriver(), PendingPod("too-big.yaml", namespace="team-a"))),
+        (GpuOperator(PINNED), DraPool(), DraDriver(), PendingPod("too-big.yaml", namespace="team-a"))),
     Lab("final-assessment", "Final assessment", (GpuOperator(PINNED),)),
 )

@@ -102,17 +102,51 @@ class GpuOperator:
                    gpus_advertised, OPERATOR_TIMEOUT)
 
 
-@dataclass(frozen=True)
-class DraDriver:
-    """``helm install nvidia-dra-driver-gpu`` with ``--set`` values, then wait until every GPU node publishes its
-    devices in a ResourceSlice."""
+DRA_POOL_LABEL = ("gpu-allocation", "dra")
+DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 
-    sets: tuple[str, ...] = ("gpuResourcesEnabledOverride=true", "featureGates.DynamicMIG=true")
+
+@dataclass(frozen=True)
+class DraPool:
+    """Every GPU node becomes the DRA pool: ``gpu-allocation=dra``, and the GPU Operator's device plugin switched
+    off there (``nvidia.com/gpu.deploy.device-plugin=false``, which the operator honours), so the DRA driver that
+    follows never shares a node with the device plugin; waits until no device plugin pod is left on them."""
 
     def describe(self) -> str:
+        key, value = DRA_POOL_LABEL
+        return f"label each GPU node {key}={value} and {DEVICE_PLUGIN_DEPLOY_LABEL}=false (no device plugin there)"
+
+    def apply(self, api_client) -> None:
+        from ..kubeclient import NODES, PODS, STRATEGIC_MERGE_PATCH, Kube
+
+        kube = Kube(api_client)
+        names = [name(n) for n in gpu_nodes(ClusterReader(api_client).nodes())]
+        for node in names:
+            kube.patch(NODES, node, {"metadata": {"labels": {DRA_POOL_LABEL[0]: DRA_POOL_LABEL[1],
+                                                             DEVICE_PLUGIN_DEPLOY_LABEL: "false"}}},
+                       content_type=STRATEGIC_MERGE_PATCH)
+
+        def plugin_gone() -> bool:
+            pods = kube.list(PODS, label_selector="app=nvidia-device-plugin-daemonset").get("items") or []
+            return not any((p.get("spec") or {}).get("nodeName") in names for p in pods)
+
+        wait_until("the device plugin to leave the DRA pool", plugin_gone, OPERATOR_TIMEOUT)
+
+
+@dataclass(frozen=True)
+class DraDriver:
+    """``helm install nvidia-dra-driver-gpu`` with ``--set`` values, its kubelet plugin on the DRA pool only, then
+    wait until every GPU node publishes its devices in a ResourceSlice."""
+
+    sets: tuple[str, ...] = ("gpuResourcesEnabledOverride=true", "featureGates.DynamicMIG=true",
+                             f"kubeletPlugin.nodeSelector.{DRA_POOL_LABEL[0]}={DRA_POOL_LABEL[1]}")
+
+    def describe(self) -> str:
+        from ..gpustack.drainstall import VERSION
+
         flags = "".join(f" --set {s}" for s in self.sets)
         return ("install NVIDIA's DRA driver for GPUs: helm install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu "
-                f"-n nvidia-dra-driver-gpu --create-namespace --version=25.8.1{flags}")
+                f"-n nvidia-dra-driver-gpu --create-namespace --version={VERSION}{flags}")
 
     def apply(self, api_client) -> None:
         from ..gpustack.drainstall import install

@@ -2,7 +2,8 @@
 import pytest
 
 from gpulab.gpustack.chart import (
-    CLUSTERPOLICY_CRD, KNOWN_VERSIONS, ChartError, cluster_policy, default_values, parse_set, values_for,
+    CLUSTERPOLICY_CRD, KNOWN_VERSIONS, ChartError, cluster_policy, default_values, deploys, gpu_cluster, parse_set,
+    values_for,
 )
 
 TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -143,14 +144,35 @@ def test_from_v26_7_0_a_driver_managed_by_nvidiadriver_objects_keeps_only_its_up
     assert older["driver"]["version"] == "580.126.20" and older["driver"]["useNvidiaDriverCRD"] is True
 
 
-@pytest.mark.parametrize("item, message", [
-    ("gpuCluster.deployCR=true", "gpuCluster.deployCR=true: chart gpu-operator v26.7.0 would deploy a GPUCluster "
-                                 "(nvidia.com/v1alpha1, Technology Preview), which gpulab does not emulate; keep the "
-                                 "ClusterPolicy (clusterPolicy.deployCR=true)"),
-    ("clusterPolicy.deployCR=false", "clusterPolicy.deployCR=false: chart gpu-operator v26.7.0 would deploy no "
-                                     "ClusterPolicy, and gpulab emulates the operator through its ClusterPolicy only"),
+@pytest.mark.parametrize("items, message", [
+    (["gpuCluster.deployCR=true"], "execution error at (gpu-operator/templates/validations.yaml:2:3): "
+                                   "clusterPolicy.deployCR and gpuCluster.deployCR cannot both be true; only one CR "
+                                   "can exist"),
+    (["gpuCluster.deployCR=true", "clusterPolicy.deployCR=false"],
+     "execution error at (gpu-operator/templates/validations.yaml:6:3): the NVIDIADriver CRD must be enabled when "
+     "deploying a GPUCluster CR, set driver.nvidiaDriverCRD.enabled=true"),
+    (["gpuCluster.deployCR=true", "clusterPolicy.deployCR=false", "driver.nvidiaDriverCRD.enabled=true"],
+     "gpuCluster.deployCR=true with driver.nvidiaDriverCRD.enabled=true: chart gpu-operator v26.7.0 would leave the "
+     "driver to NVIDIADriver objects, which gpulab does not emulate; set driver.enabled=false (the emulated hosts "
+     "have their driver installed)"),
+    (["clusterPolicy.deployCR=false"], "clusterPolicy.deployCR=false: chart gpu-operator v26.7.0 would deploy no "
+                                       "ClusterPolicy and no GPUCluster, leaving the operator nothing to do; set "
+                                       "gpuCluster.deployCR=true for the DRA stack"),
 ])
-def test_a_release_without_a_cluster_policy_is_refused(item, message):
+def test_the_charts_validations_refuse_two_custom_resources_or_a_gpucluster_without_a_driver(items, message):
     with pytest.raises(ChartError) as err:
-        values_for("v26.7.0", parse_set([item]))
+        values_for("v26.7.0", parse_set(items))
     assert str(err.value) == message
+
+
+def test_a_gpucluster_release_renders_the_dra_driver_block_and_no_cluster_policy():
+    """templates/gpucluster.yaml (v26.7.0): the singleton ``gpu-cluster``, kept by helm, the draDriver values."""
+    values = values_for("v26.7.0", parse_set(["gpuCluster.deployCR=true", "clusterPolicy.deployCR=false",
+                                              "driver.enabled=false", "draDriver.featureGates.DynamicMIG=true"]))
+    assert deploys(values) == (False, True)
+    cluster = gpu_cluster(values, version="v26.7.0")
+    assert cluster["metadata"]["name"] == "gpu-cluster"
+    assert cluster["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+    assert cluster["spec"]["draDriver"] == {
+        "repository": "nvcr.io/nvidia", "image": "dra-driver-nvidia-gpu", "version": "v0.5.0",
+        "imagePullPolicy": "IfNotPresent", "featureGates": {"DynamicMIG": True}, "computeDomains": {"enabled": True}}
