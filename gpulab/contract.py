@@ -207,6 +207,9 @@ class ContainerProcess(Protocol):
     def now(self) -> float:
         """The process's clock, seconds since the epoch."""
 
+    def kernel_release(self) -> str:
+        """The node's kernel release, as ``uname -r`` prints it in the container (installers build for it)."""
+
 
 # A native program: a generator over its process that yields ("stdout" | "stderr", text) to write and
 # ("sleep", seconds) to let time pass, and returns its exit status.

@@ -100,6 +100,9 @@ class NativeProcess:
     def now(self) -> float:
         return self._shell.world.time
 
+    def kernel_release(self) -> str:
+        return self._shell.world.kernel
+
 
 SPECIAL_BUILTINS = {":", "true", "false", "exit", "export", "readonly", "unset", "set", "shift", "cd", "exec",
                     "eval", ".", "source", "read", "wait", "trap", "kill", "echo", "printf", "test", "[", "pwd",
