@@ -250,11 +250,15 @@ def numa_layout(gpu_count: int, cpus: int) -> list[tuple[int, str]]:
     return out
 
 
-def render_topology(gpus: Sequence[SmiGpu], cpus: int) -> str:
+def render_topology(gpus: Sequence[SmiGpu], cpus: int, node_gpus: Sequence[SmiGpu] = ()) -> str:
     """``nvidia-smi topo -m``: the GPU connection matrix, each GPU's CPU and NUMA affinity, and the legend.
     Board GPUs (SXM) link each pair by the model's NVLinks through NVSwitch; PCIe cards go through the host
-    bridges of their socket (NODE) or across sockets (SYS). The header is underlined (ANSI ``ESC[4m``)."""
-    layout = numa_layout(len(gpus), cpus)
+    bridges of their socket (NODE) or across sockets (SYS). A GPU's socket is its place among ``node_gpus`` (all
+    the node's, where ``gpus`` are a container's few). The header is underlined (ANSI ``ESC[4m``)."""
+    every = list(node_gpus) or list(gpus)
+    placed = numa_layout(len(every), cpus)
+    where = {g.bus_id: placed[i] for i, g in enumerate(every)}
+    layout = [where.get(g.bus_id, placed[0]) for g in gpus]
     header = "\t".join([f"GPU{i}" for i in range(len(gpus))] + ["CPU Affinity", "NUMA Affinity", "GPU NUMA ID"])
     lines = [f"\t\x1b[4m{header}\x1b[0m"]
     for i, gpu in enumerate(gpus):

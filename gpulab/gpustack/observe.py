@@ -207,7 +207,7 @@ def _nvidia_smi(process, *, host: bool):
         yield ("stdout", render_list(gpus))
         return 0
     if argv[:1] == ["topo"] and argv[1:] in (["-m"], ["--matrix"]):
-        yield ("stdout", render_topology(gpus, _node_cpus(node)))
+        yield ("stdout", render_topology(gpus, _node_cpus(node), use.gpus))
         return 0
     if argv[:1] in (["-q"], ["--query"]) and _wants(argv[1:], "-d", "--display", "MEMORY"):
         yield ("stdout", render_memory_query(gpus, driver_version=use.driver_version,
