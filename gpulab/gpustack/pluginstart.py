@@ -11,8 +11,10 @@ loading the library fails (``Failed to initialize NVML: ERROR_LIBRARY_NOT_FOUND.
 error up to ``main``, which logs it and exits 1, so the pod crash-loops; false (what the v0.15-v0.17 static
 manifests set) leaves no plugin to start: ``No devices found. Waiting indefinitely.``, and it waits until stopped.
 
-On a node with GPUs (the emulated hosts come with a driver) the program runs silently: what a plugin does there
-is the device plugin emulation's (:mod:`.deviceplugin`). The log is v0.18.1's whatever the image's tag: its line
+On a node with GPUs (the emulated hosts come with a driver) NVML loads: after the same start and config (with the
+``mixed`` strategy's resource per MIG profile), ``startPlugins`` starts each plugin that has devices, and
+``Start`` (``internal/plugin/server.go``) logs its gRPC server, the socket it serves on and its registration with
+the kubelet, per resource the device plugin emulation (:mod:`.deviceplugin`) registered on the node. The log is v0.18.1's whatever the image's tag: its line
 numbers and the version it reports are that release's. A native program of the node agent
 (:data:`gpulab.contract.NativeProgram`), named by the ``nvidia-device-plugin`` behaviour of ``data/images.yaml``.
 """
@@ -22,13 +24,15 @@ import json
 import math
 from typing import Generator
 
-from ..contract import GPU_COUNT_ANNOTATION, ContainerProcess
+from ..contract import GPU_COUNT_ANNOTATION, GPU_MODEL_ANNOTATION, PLUGIN_RESOURCES_ANNOTATION, ContainerProcess
 from .configmanager import klog, klog_time
+from .hardware import gpu_model
 
 # internal/info: the version and commit the release's image was built with (its tag's commit).
 VERSION = "dfcf7283"
 COMMIT = "dfcf72838b8839c7a0fd9bc9d21fe8d46bed2111"
 KUBELET_SOCKET_DIR = "/var/lib/kubelet/device-plugins"
+REGISTRATION_POLL_S = 1.0    # how often a plugin waiting for its devices looks again (the kubelet's view of it)
 ADVICE = ("You can check the prerequisites at: https://github.com/NVIDIA/k8s-device-plugin#prerequisites",
                "You can learn how to set the runtime at: https://github.com/NVIDIA/k8s-device-plugin#quick-start",
                "If this is not a GPU node, you should set up a toleration or nodeSelector to only deploy this plugin "
@@ -51,13 +55,28 @@ def _flag(process: ContainerProcess, default, *names: str):
     return default
 
 
-def config(process: ContainerProcess) -> dict:
-    """``spec.NewConfig`` from the plugin's flags, after ``AddDefaultResourcesToConfig``: what it logs as JSON."""
+def _mig_profiles(process: ContainerProcess) -> list[str]:
+    """The node's GPU's MIG profiles whose compute and GPU slices match (``VisitMigProfiles`` with ``C == G``)."""
+    try:
+        model = gpu_model(process.node_annotation(GPU_MODEL_ANNOTATION) or "")
+    except KeyError:
+        return []
+    return [p.name for p in model.mig_profiles]
+
+
+def config(process: ContainerProcess, *, nvml: bool = False) -> dict:
+    """``spec.NewConfig`` from the plugin's flags, after ``AddDefaultResourcesToConfig``: what it logs as JSON
+    (``nvml``: NVML loaded, so the ``mixed`` strategy adds a resource per MIG profile of the node's GPU)."""
     driver_root = _flag(process, "/", "NVIDIA_DRIVER_ROOT")
     mig_strategy = _flag(process, "none", "MIG_STRATEGY")
     resources = {"gpus": [{"pattern": "*", "name": "nvidia.com/gpu"}]}
     if mig_strategy == "single":
         resources["mig"] = [{"pattern": "*", "name": "nvidia.com/gpu"}]
+    elif mig_strategy == "mixed" and nvml:
+        resources["mig"] = [{"pattern": name, "name": "nvidia.com/mig-" + name.replace("+", ".")}
+                            for name in _mig_profiles(process)] or None
+        if resources["mig"] is None:
+            del resources["mig"]
     return {
         "version": "v1",
         "flags": {
@@ -98,10 +117,18 @@ def _init_failure(strategy: str) -> tuple[list[tuple[int, str]], str]:
     return list(enumerate(first + ADVICE, start=113)), "invalid device discovery strategy"
 
 
+def _served(process: ContainerProcess) -> list[str]:
+    """The resources whose devices the plugin serves on this node, as the device plugin emulation registered them."""
+    return [r for r in (process.node_annotation(PLUGIN_RESOURCES_ANNOTATION) or "").split(",") if r]
+
+
+def _socket(resource: str) -> str:
+    """``getPluginSocketPath``: ``nvidia-`` and the resource's name without its domain."""
+    return f"{KUBELET_SOCKET_DIR}/nvidia-{resource.split('/', 1)[-1]}.sock"
+
+
 def main(process: ContainerProcess) -> Generator[tuple[str, object], None, int]:
-    if int(process.node_annotation(GPU_COUNT_ANNOTATION) or 0) > 0:
-        yield ("sleep", math.inf)
-        return 0
+    on_gpu_node = int(process.node_annotation(GPU_COUNT_ANNOTATION) or 0) > 0
     at = klog_time(process.now())
     yield klog("I", at, 1, "main.go:244", f'"Starting NVIDIA Device Plugin" version=<\n\t{VERSION}\n\t'
                                           f"commit: {COMMIT}\n >")
@@ -109,7 +136,7 @@ def main(process: ContainerProcess) -> Generator[tuple[str, object], None, int]:
     yield klog("I", at, 1, "main.go:254", "Starting OS watcher.")
     yield klog("I", at, 1, "main.go:269", "Starting Plugins.")
     yield klog("I", at, 1, "main.go:326", "Loading configuration.")
-    settings = config(process)
+    settings = config(process, nvml=on_gpu_node)
     strategy = settings["flags"]["deviceDiscoveryStrategy"]
     if strategy not in ("auto", "nvml", "tegra"):    # validateFlags
         yield klog("E", at, 1, "main.go:182", f"error starting plugins: unable to validate flags: invalid "
@@ -121,6 +148,9 @@ def main(process: ContainerProcess) -> Generator[tuple[str, object], None, int]:
     if strategy == "tegra":     # no Tegra emulated: a Tegra plugin's start is not modelled
         yield ("sleep", math.inf)
         return 0
+    if on_gpu_node:
+        yield from _serve(process)
+        return 0
     errors, error = _init_failure(strategy)
     for line, message in errors:
         yield klog("E", at, 1, f"factory.go:{line}", message)
@@ -131,5 +161,22 @@ def main(process: ContainerProcess) -> Generator[tuple[str, object], None, int]:
     if strategy == "nvml":
         yield klog("W", at, 1, "factory.go:102", error)
     yield klog("I", at, 1, "main.go:391", "No devices found. Waiting indefinitely.")
+    yield ("sleep", math.inf)
+    return 0
+
+
+def _serve(process: ContainerProcess) -> Generator[tuple[str, object], None, int]:
+    """``Start`` of each plugin that has devices (internal/plugin/server.go): its gRPC server, then its registration
+    with the kubelet. Which resources have devices is what the device plugin emulation registered on the node
+    (``PLUGIN_RESOURCES_ANNOTATION``); until it has, the program waits, as the kubelet has then seen no plugin."""
+    served = _served(process)
+    while not served:
+        yield ("sleep", REGISTRATION_POLL_S)
+        served = _served(process)
+    for resource in served:
+        at = klog_time(process.now())
+        yield klog("I", at, 1, "server.go:197", f"Starting GRPC server for '{resource}'")
+        yield klog("I", at, 1, "server.go:141", f"Starting to serve '{resource}' on {_socket(resource)}")
+        yield klog("I", at, 1, "server.go:148", f"Registered device plugin for '{resource}' with Kubelet")
     yield ("sleep", math.inf)
     return 0
