@@ -199,5 +199,3 @@ def test_a_gpu_container_has_the_driver_version_and_its_devices(cluster):
     assert RUNTIME_DEVICES | NVIDIA_NODES | {"nvidia0", "nvidia1"} <= dev
     plain = set(cluster.kubectl("exec", "plain", "--", "ls", "/dev").stdout.split())
     assert RUNTIME_DEVICES <= plain and not any(name.startswith("nvidia") for name in plain)
-    missing = cluster.kubectl("exec", "plain", "--", "cat", "/proc/driver/nvidia/version", check=False)
-    assert missing.returncode == 1 and "No such file or directory" in missing.stderr
