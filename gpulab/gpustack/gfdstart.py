@@ -19,7 +19,7 @@ from typing import Generator
 
 from ..contract import ContainerProcess
 from .configmanager import klog, klog_time
-from .pluginstart import _flag
+from .pluginstart import env_flag
 
 OUTPUT_FILE = "/etc/kubernetes/node-feature-discovery/features.d/gfd"
 MACHINE_TYPE_FILE = "/sys/class/dmi/id/product_name"
@@ -52,27 +52,27 @@ def config(process: ContainerProcess, interval: float) -> dict:
     return {
         "version": "v1",
         "flags": {
-            "migStrategy": _flag(process, "none", "GFD_MIG_STRATEGY", "MIG_STRATEGY"),
-            "failOnInitError": _flag(process, True, "GFD_FAIL_ON_INIT_ERROR", "FAIL_ON_INIT_ERROR"),
+            "migStrategy": env_flag(process, "none", "GFD_MIG_STRATEGY", "MIG_STRATEGY"),
+            "failOnInitError": env_flag(process, True, "GFD_FAIL_ON_INIT_ERROR", "FAIL_ON_INIT_ERROR"),
             "gdrcopyEnabled": None,
             "gdsEnabled": None,
             "mofedEnabled": None,
-            "useNodeFeatureAPI": _flag(process, False, "GFD_USE_NODE_FEATURE_API", "USE_NODE_FEATURE_API"),
-            "deviceDiscoveryStrategy": _flag(process, "auto", "DEVICE_DISCOVERY_STRATEGY"),
+            "useNodeFeatureAPI": env_flag(process, False, "GFD_USE_NODE_FEATURE_API", "USE_NODE_FEATURE_API"),
+            "deviceDiscoveryStrategy": env_flag(process, "auto", "DEVICE_DISCOVERY_STRATEGY"),
             "plugin": {
                 "passDeviceSpecs": None,
                 "deviceListStrategy": None,
                 "deviceIDStrategy": None,
                 "cdiAnnotationPrefix": None,
                 "nvidiaCTKPath": None,
-                "containerDriverRoot": _flag(process, "/driver-root", "DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"),
+                "containerDriverRoot": env_flag(process, "/driver-root", "DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"),
             },
             "gfd": {
-                "oneshot": _flag(process, False, "GFD_ONESHOT"),
-                "noTimestamp": _flag(process, False, "GFD_NO_TIMESTAMP"),
+                "oneshot": env_flag(process, False, "GFD_ONESHOT"),
+                "noTimestamp": env_flag(process, False, "GFD_NO_TIMESTAMP"),
                 "sleepInterval": go_duration(interval),
-                "outputFile": _flag(process, OUTPUT_FILE, "GFD_OUTPUT_FILE"),
-                "machineTypeFile": _flag(process, MACHINE_TYPE_FILE, "GFD_MACHINE_TYPE_FILE"),
+                "outputFile": env_flag(process, OUTPUT_FILE, "GFD_OUTPUT_FILE"),
+                "machineTypeFile": env_flag(process, MACHINE_TYPE_FILE, "GFD_MACHINE_TYPE_FILE"),
             },
         },
         "resources": {"gpus": None},

@@ -41,7 +41,7 @@ _TRUE = ("1", "t", "T", "TRUE", "true", "True")     # Go's strconv.ParseBool, as
 _FALSE = ("0", "f", "F", "FALSE", "false", "False")
 
 
-def _flag(process: ContainerProcess, default, *names: str):
+def env_flag(process: ContainerProcess, default, *names: str):
     """A flag's value from the first of its variables that is set (urfave/cli ``EnvVars``), else its default."""
     for name in names:
         value = process.getenv(name)
@@ -67,8 +67,8 @@ def _mig_profiles(process: ContainerProcess) -> list[str]:
 def config(process: ContainerProcess, *, nvml: bool = False) -> dict:
     """``spec.NewConfig`` from the plugin's flags, after ``AddDefaultResourcesToConfig``: what it logs as JSON
     (``nvml``: NVML loaded, so the ``mixed`` strategy adds a resource per MIG profile of the node's GPU)."""
-    driver_root = _flag(process, "/", "NVIDIA_DRIVER_ROOT")
-    mig_strategy = _flag(process, "none", "MIG_STRATEGY")
+    driver_root = env_flag(process, "/", "NVIDIA_DRIVER_ROOT")
+    mig_strategy = env_flag(process, "none", "MIG_STRATEGY")
     resources = {"gpus": [{"pattern": "*", "name": "nvidia.com/gpu"}]}
     if mig_strategy == "single":
         resources["mig"] = [{"pattern": "*", "name": "nvidia.com/gpu"}]
@@ -81,22 +81,22 @@ def config(process: ContainerProcess, *, nvml: bool = False) -> dict:
         "version": "v1",
         "flags": {
             "migStrategy": mig_strategy,
-            "failOnInitError": _flag(process, True, "FAIL_ON_INIT_ERROR"),
-            "mpsRoot": _flag(process, "", "MPS_ROOT"),
+            "failOnInitError": env_flag(process, True, "FAIL_ON_INIT_ERROR"),
+            "mpsRoot": env_flag(process, "", "MPS_ROOT"),
             "nvidiaDriverRoot": driver_root,
-            "nvidiaDevRoot": _flag(process, "", "NVIDIA_DEV_ROOT") or driver_root,
-            "gdrcopyEnabled": _flag(process, False, "GDRCOPY_ENABLED"),
-            "gdsEnabled": _flag(process, False, "GDS_ENABLED"),
-            "mofedEnabled": _flag(process, False, "MOFED_ENABLED"),
+            "nvidiaDevRoot": env_flag(process, "", "NVIDIA_DEV_ROOT") or driver_root,
+            "gdrcopyEnabled": env_flag(process, False, "GDRCOPY_ENABLED"),
+            "gdsEnabled": env_flag(process, False, "GDS_ENABLED"),
+            "mofedEnabled": env_flag(process, False, "MOFED_ENABLED"),
             "useNodeFeatureAPI": None,
-            "deviceDiscoveryStrategy": _flag(process, "auto", "DEVICE_DISCOVERY_STRATEGY"),
+            "deviceDiscoveryStrategy": env_flag(process, "auto", "DEVICE_DISCOVERY_STRATEGY"),
             "plugin": {
-                "passDeviceSpecs": _flag(process, False, "PASS_DEVICE_SPECS"),
-                "deviceListStrategy": _flag(process, ["envvar"], "DEVICE_LIST_STRATEGY"),
-                "deviceIDStrategy": _flag(process, "uuid", "DEVICE_ID_STRATEGY"),
-                "cdiAnnotationPrefix": _flag(process, "cdi.k8s.io/", "CDI_ANNOTATION_PREFIX"),
-                "nvidiaCTKPath": _flag(process, "/usr/bin/nvidia-ctk", "NVIDIA_CDI_HOOK_PATH", "NVIDIA_CTK_PATH"),
-                "containerDriverRoot": _flag(process, "/driver-root", "DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"),
+                "passDeviceSpecs": env_flag(process, False, "PASS_DEVICE_SPECS"),
+                "deviceListStrategy": env_flag(process, ["envvar"], "DEVICE_LIST_STRATEGY"),
+                "deviceIDStrategy": env_flag(process, "uuid", "DEVICE_ID_STRATEGY"),
+                "cdiAnnotationPrefix": env_flag(process, "cdi.k8s.io/", "CDI_ANNOTATION_PREFIX"),
+                "nvidiaCTKPath": env_flag(process, "/usr/bin/nvidia-ctk", "NVIDIA_CDI_HOOK_PATH", "NVIDIA_CTK_PATH"),
+                "containerDriverRoot": env_flag(process, "/driver-root", "DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"),
             },
         },
         "resources": resources,
