@@ -199,3 +199,46 @@ def test_a_gpu_container_has_the_driver_version_and_its_devices(cluster):
     assert RUNTIME_DEVICES | NVIDIA_NODES | {"nvidia0", "nvidia1"} <= dev
     plain = set(cluster.kubectl("exec", "plain", "--", "ls", "/dev").stdout.split())
     assert RUNTIME_DEVICES <= plain and not any(name.startswith("nvidia") for name in plain)
+
+
+TIME_SLICING = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: time-slicing-config, namespace: gpu-operator}
+data:
+  default: |-
+    version: v1
+  a100: |-
+    version: v1
+    sharing:
+      timeSlicing:
+        resources:
+        - name: nvidia.com/gpu
+          replicas: 2
+"""
+
+
+def test_the_device_plugin_logs_the_nodes_sharing_config_and_restarts_on_a_change(cluster):
+    cluster.kubectl("apply", "-f", "-", input=TIME_SLICING)
+    cluster.kubectl("patch", "clusterpolicies.nvidia.com/cluster-policy", "--type", "merge", "-p",
+                    '{"spec":{"devicePlugin":{"config":{"name":"time-slicing-config"}}}}')
+    cluster.kubectl("label", "node", A100, "nvidia.com/device-plugin.config=a100")
+
+    def plugin_log(showing: str) -> str | None:
+        pod = pod_on(cluster, "nvidia-device-plugin-daemonset", A100)
+        if pod is None:
+            return None
+        text = cluster.kubectl("logs", "-n", "gpu-operator", pod, "-c", "nvidia-device-plugin", check=False).stdout
+        return text if showing in text else None
+
+    sliced = wait_for(lambda: plugin_log('"replicas": 2'), timeout=180, what="the plugin's time-slicing config")
+    config = sliced[sliced.rindex("Running with config:\n") + len("Running with config:\n"):]
+    config = json.loads(config[:config.index("\nI")])
+    assert config["sharing"] == {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "devices": "all",
+                                                                 "replicas": 2}]}}
+    cluster.kubectl("label", "node", A100, "nvidia.com/device-plugin.config=default", "--overwrite")
+    restarted = wait_for(lambda: plugin_log("Received SIGHUP, restarting."), timeout=120, what="the plugin's restart")
+    after = restarted[restarted.index("Received SIGHUP, restarting."):]
+    assert re.search(r"main\.go:398\] Stopping plugins\.\n.*server\.go:166\] Stopping to serve 'nvidia\.com/gpu' on "
+                     r"/var/lib/kubelet/device-plugins/nvidia-gpu\.sock\n", after)
+    wait_for(lambda: '"timeSlicing": {}' in (plugin_log("Stopping plugins.") or "").split("Received SIGHUP")[-1],
+             timeout=60, what="the default config logged again")

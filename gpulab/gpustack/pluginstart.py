@@ -32,7 +32,9 @@ from .hardware import gpu_model
 VERSION = "dfcf7283"
 COMMIT = "dfcf72838b8839c7a0fd9bc9d21fe8d46bed2111"
 KUBELET_SOCKET_DIR = "/var/lib/kubelet/device-plugins"
-REGISTRATION_POLL_S = 1.0    # how often a plugin waiting for its devices looks again (the kubelet's view of it)
+REGISTRATION_POLL_S = 2.0    # how often the plugin looks at its node's state again (the kubelet's view of it)
+SHARING_LABEL = "nvidia.com/gpu.sharing-strategy"    # GFD's labels of the node's config for nvidia.com/gpu
+REPLICAS_LABEL = "nvidia.com/gpu.replicas"
 ADVICE = ("You can check the prerequisites at: https://github.com/NVIDIA/k8s-device-plugin#prerequisites",
                "You can learn how to set the runtime at: https://github.com/NVIDIA/k8s-device-plugin#quick-start",
                "If this is not a GPU node, you should set up a toleration or nodeSelector to only deploy this plugin "
@@ -127,29 +129,42 @@ def _socket(resource: str) -> str:
     return f"{KUBELET_SOCKET_DIR}/nvidia-{resource.split('/', 1)[-1]}.sock"
 
 
+def _start_lines(at: str) -> list[tuple[str, str]]:
+    return [klog("I", at, 1, "main.go:244", f'"Starting NVIDIA Device Plugin" version=<\n\t{VERSION}\n\t'
+                                            f"commit: {COMMIT}\n >"),
+            klog("I", at, 1, "main.go:247", f"Starting FS watcher for {KUBELET_SOCKET_DIR}"),
+            klog("I", at, 1, "main.go:254", "Starting OS watcher.")]
+
+
+def _config_lines(at: str, settings: dict) -> list[tuple[str, str]]:
+    """``startPlugins`` up to the plugins: loading, validating and printing the config."""
+    return [klog("I", at, 1, "main.go:269", "Starting Plugins."),
+            klog("I", at, 1, "main.go:326", "Loading configuration."),
+            klog("I", at, 1, "main.go:352", "Updating config with default resource matching patterns."),
+            klog("I", at, 1, "main.go:363", "\nRunning with config:\n" + json.dumps(settings, indent=2)),
+            klog("I", at, 1, "main.go:366", "Retrieving plugins.")]
+
+
 def main(process: ContainerProcess) -> Generator[tuple[str, object], None, int]:
     on_gpu_node = int(process.node_annotation(GPU_COUNT_ANNOTATION) or 0) > 0
     at = klog_time(process.now())
-    yield klog("I", at, 1, "main.go:244", f'"Starting NVIDIA Device Plugin" version=<\n\t{VERSION}\n\t'
-                                          f"commit: {COMMIT}\n >")
-    yield klog("I", at, 1, "main.go:247", f"Starting FS watcher for {KUBELET_SOCKET_DIR}")
-    yield klog("I", at, 1, "main.go:254", "Starting OS watcher.")
-    yield klog("I", at, 1, "main.go:269", "Starting Plugins.")
-    yield klog("I", at, 1, "main.go:326", "Loading configuration.")
+    for line in _start_lines(at):
+        yield line
     settings = config(process, nvml=on_gpu_node)
     strategy = settings["flags"]["deviceDiscoveryStrategy"]
     if strategy not in ("auto", "nvml", "tegra"):    # validateFlags
+        yield klog("I", at, 1, "main.go:269", "Starting Plugins.")
+        yield klog("I", at, 1, "main.go:326", "Loading configuration.")
         yield klog("E", at, 1, "main.go:182", f"error starting plugins: unable to validate flags: invalid "
                                               f"--device-discovery-strategy option {strategy}")
         return 1
-    yield klog("I", at, 1, "main.go:352", "Updating config with default resource matching patterns.")
-    yield klog("I", at, 1, "main.go:363", "\nRunning with config:\n" + json.dumps(settings, indent=2))
-    yield klog("I", at, 1, "main.go:366", "Retrieving plugins.")
+    if on_gpu_node and strategy != "tegra":
+        yield from _serve(process)
+        return 0
+    for line in _config_lines(at, settings):
+        yield line
     if strategy == "tegra":     # no Tegra emulated: a Tegra plugin's start is not modelled
         yield ("sleep", math.inf)
-        return 0
-    if on_gpu_node:
-        yield from _serve(process)
         return 0
     errors, error = _init_failure(strategy)
     for line, message in errors:
@@ -165,18 +180,53 @@ def main(process: ContainerProcess) -> Generator[tuple[str, object], None, int]:
     return 0
 
 
-def _serve(process: ContainerProcess) -> Generator[tuple[str, object], None, int]:
-    """``Start`` of each plugin that has devices (internal/plugin/server.go): its gRPC server, then its registration
-    with the kubelet. Which resources have devices is what the device plugin emulation registered on the node
-    (``PLUGIN_RESOURCES_ANNOTATION``); until it has, the program waits, as the kubelet has then seen no plugin."""
+def _sharing(process: ContainerProcess, served: list[str]) -> dict:
+    """The config's ``sharing`` as the node's config has it, read back from what GFD labelled for ``nvidia.com/gpu``
+    (its sharing strategy and replicas) and the names served (``nvidia.com/gpu.shared``: ``renameByDefault``).
+    ``timeSlicing`` is a struct in ``spec.Sharing``, always printed; ``mps`` a pointer, printed when set."""
+    strategy = process.node_label(SHARING_LABEL) or "none"
+    try:
+        replicas = int(process.node_label(REPLICAS_LABEL) or "1")
+    except ValueError:
+        replicas = 1
+    if strategy not in ("time-slicing", "mps") or replicas < 2:
+        return {"timeSlicing": {}}
+    shared = {**({"renameByDefault": True} if "nvidia.com/gpu.shared" in served else {}),
+              "resources": [{"name": "nvidia.com/gpu", "devices": "all", "replicas": replicas}]}
+    return {"timeSlicing": shared} if strategy == "time-slicing" else {"timeSlicing": {}, "mps": shared}
+
+
+def _node_state(process: ContainerProcess) -> tuple[list[str], dict]:
     served = _served(process)
-    while not served:
+    return served, _sharing(process, served)
+
+
+def _serve(process: ContainerProcess) -> Generator[tuple[str, object], None, int]:
+    """``startPlugins`` on a GPU node, and ``Start`` of each plugin that has devices (internal/plugin/server.go): its
+    gRPC server, then its registration with the kubelet. Which resources have devices is what the device plugin
+    emulation registered on the node (``PLUGIN_RESOURCES_ANNOTATION``), and the config is the one GFD labelled; until
+    both are there the program waits, as the kubelet has then seen no plugin. When they change (the config-manager
+    sidecar sends SIGHUP when the node's config changes), the plugins stop and start again."""
+    served, sharing = _node_state(process)
+    while not served or process.node_label(SHARING_LABEL) is None:
         yield ("sleep", REGISTRATION_POLL_S)
-        served = _served(process)
-    for resource in served:
+        served, sharing = _node_state(process)
+    while True:
         at = klog_time(process.now())
-        yield klog("I", at, 1, "server.go:197", f"Starting GRPC server for '{resource}'")
-        yield klog("I", at, 1, "server.go:141", f"Starting to serve '{resource}' on {_socket(resource)}")
-        yield klog("I", at, 1, "server.go:148", f"Registered device plugin for '{resource}' with Kubelet")
-    yield ("sleep", math.inf)
-    return 0
+        settings = {**config(process, nvml=True), "sharing": sharing}
+        settings["imex"] = settings.pop("imex")     # spec.Config's field order: sharing, then imex
+        for line in _config_lines(at, settings):
+            yield line
+        for resource in served:
+            yield klog("I", at, 1, "server.go:197", f"Starting GRPC server for '{resource}'")
+            yield klog("I", at, 1, "server.go:141", f"Starting to serve '{resource}' on {_socket(resource)}")
+            yield klog("I", at, 1, "server.go:148", f"Registered device plugin for '{resource}' with Kubelet")
+        state = (served, sharing)
+        while _node_state(process) == state or not _node_state(process)[0]:
+            yield ("sleep", REGISTRATION_POLL_S)
+        at = klog_time(process.now())
+        yield klog("I", at, 1, "main.go:308", "Received SIGHUP, restarting.")
+        yield klog("I", at, 1, "main.go:398", "Stopping plugins.")
+        for resource in served:
+            yield klog("I", at, 1, "server.go:166", f"Stopping to serve '{resource}' on {_socket(resource)}")
+        served, sharing = _node_state(process)
