@@ -97,7 +97,7 @@ def test_nvidia_smi_in_the_driver_daemonset_prints_the_nodes_gpus_and_ends(clust
                           timeout=30).stdout
     version = driver_version(cluster)
     assert f"| NVIDIA-SMI {version}" in out and f"Driver Version: {version}" in out
-    rows = re.findall(r"^\|\s+(\d+)  (NVIDIA [^|]+?)\s+On  \|", out, re.M)
+    rows = re.findall(r"^\|\s+(\d+)  (NVIDIA [^|]+?)\s+(?:On|Off)\s+\|", out, re.M)
     assert rows in ([("0", "NVIDIA H100 80GB HBM3"), ("1", "NVIDIA H100 80GB HBM3")],
                     [("0", "NVIDIA A100-SXM4-40GB")])
     assert "No running processes found" in out
