@@ -56,14 +56,16 @@ def kubeconfig_path(name: str) -> Path:
 class Mount:
     """A host file or directory the runtime mounts into the container (``Mount``).
 
-    ``directory`` is this contract's addition: a runtime bind-mounts whatever the host path is, but the node
-    agent has no host filesystem, so the answer says what to create (an empty directory, else an empty file).
+    ``directory`` and ``content`` are this contract's additions: a runtime bind-mounts whatever the host path is,
+    but the node agent has no host filesystem, so the answer says what to create (an empty directory, else a file
+    holding ``content``, empty when None).
     """
 
     container_path: str
     host_path: str
     read_only: bool = False
     directory: bool = False
+    content: str | None = None
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,8 @@ def container_doc(c: ContainerAllocation) -> dict:
     response = {
         "envs": dict(r.envs),
         "mounts": [{"containerPath": m.container_path, "hostPath": m.host_path, "readOnly": m.read_only,
-                    **({"directory": True} if m.directory else {})} for m in r.mounts],
+                    **({"directory": True} if m.directory else {}),
+                    **({"content": m.content} if m.content is not None else {})} for m in r.mounts],
         "devices": [{"containerPath": d.container_path, "hostPath": d.host_path, "permissions": d.permissions}
                     for d in r.devices],
         "annotations": dict(r.annotations),
@@ -173,7 +176,8 @@ def parse_container_allocation(doc: dict) -> ContainerAllocation:
     response = ContainerAllocateResponse(
         envs={k: str(v) for k, v in (r.get("envs") or {}).items()},
         mounts=tuple(Mount(m["containerPath"], m.get("hostPath", ""), bool(m.get("readOnly")),
-                           bool(m.get("directory"))) for m in r.get("mounts") or ()),
+                           bool(m.get("directory")), None if m.get("content") is None else str(m["content"]))
+                     for m in r.get("mounts") or ()),
         devices=tuple(DeviceNode(d["containerPath"], d.get("hostPath", ""), d.get("permissions") or "rw")
                       for d in r.get("devices") or ()),
         annotations={k: str(v) for k, v in (r.get("annotations") or {}).items()},
@@ -206,6 +210,9 @@ class ContainerProcess(Protocol):
 
     def now(self) -> float:
         """The process's clock, seconds since the epoch."""
+
+    def kernel_release(self) -> str:
+        """The node's kernel release, as ``uname -r`` prints it in the container (installers build for it)."""
 
 
 # A native program: a generator over its process that yields ("stdout" | "stderr", text) to write and

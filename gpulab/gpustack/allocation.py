@@ -44,7 +44,11 @@ NVIDIA_SMI = "/usr/bin/nvidia-smi"
 NVIDIA_SMI_PROGRAM = "nvidia-smi"
 # Where the GPU Operator's driver container keeps the driver's files on the host (its driver root).
 _DRIVER_ROOT = "/run/nvidia/driver"
-_CONTROL_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
+# The control device nodes the toolkit adds for any GPU (nvidia-container-toolkit pkg/nvcdi/common-nvml.go).
+_CONTROL_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
+# The driver's version file, which a GPU container reads in its /proc (libnvidia-container mounts the driver's
+# procfs files, nvc_mount.c mount_procfs: params, version, registry).
+DRIVER_VERSION_FILE = "/proc/driver/nvidia/version"
 _KUBELET_PREFIX = "Allocate failed due to rpc error: code = Unknown desc = "
 _KUBELET_SUFFIX = ", which is unexpected"
 
@@ -87,14 +91,26 @@ def mps_client(resource: str) -> tuple[dict[str, str], tuple[Mount, ...]]:
              Mount("/dev/shm", HOST_ROOT + "/shm", directory=True)))
 
 
+def driver_version_file(driver_version: str) -> str:
+    """``/proc/driver/nvidia/version`` of a driver release: the kernel module's NVRM line. The modules the driver
+    container loads are the open ones (gpu-driver-container's ``_resolve_kernel_type`` picks ``kernel-open`` for
+    GPUs that support them and for branches from 560 on). The build host and date that NVIDIA's builds append to
+    it, and the ``GCC version:`` line that follows, are not known here and left out."""
+    return f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {driver_version}  Release Build\n"
+
+
 def container_answer(devices: dict[str, list[str]], visible_devices: str, programs: dict[str, str],
-                     mps_resource: str = "") -> ContainerAllocation:
+                     mps_resource: str = "", driver_version: str = "") -> ContainerAllocation:
     """What a container holding ``devices`` is given: ``NVIDIA_VISIBLE_DEVICES``, a device node per device and the
-    control nodes, ``nvidia-smi`` mounted with ``programs`` (its output by argument line) when there are any, and
-    for a replica of ``mps_resource`` what an MPS client needs (:func:`mps_client`)."""
+    control nodes, ``nvidia-smi`` mounted with ``programs`` (its output by argument line) when there are any, the
+    driver's version file when its ``driver_version`` is known, and for a replica of ``mps_resource`` what an MPS
+    client needs (:func:`mps_client`)."""
     count = sum(len(ids) for ids in devices.values())
     nodes = [f"/dev/nvidia{i}" for i in range(count)] + list(_CONTROL_DEVICES)
     mounts = (Mount(NVIDIA_SMI, _DRIVER_ROOT + NVIDIA_SMI, read_only=True),) if programs else ()
+    if driver_version:
+        mounts += (Mount(DRIVER_VERSION_FILE, DRIVER_VERSION_FILE, read_only=True,
+                         content=driver_version_file(driver_version)),)
     envs = {"NVIDIA_VISIBLE_DEVICES": visible_devices}
     if mps_resource:
         mps_envs, mps_mounts = mps_client(mps_resource)
@@ -156,7 +172,7 @@ def allocate(pod: dict, devices: dict[str, list[Device]], used: set[str], config
         seen = under_mps(visible(gpus, physical)) if mps_resource else visible(gpus, physical)
         containers[container["name"]] = container_answer(given, ",".join(physical), {
             "": render(seen, driver_version=driver_version, cuda_version=cuda, now=when), "-L": render_list(seen)},
-            mps_resource)
+            mps_resource, driver_version)
     return Allocation(containers)
 
 

@@ -261,7 +261,8 @@ def prepare(results: list[dict], model: GpuModel, count: int, node_name: str, dr
     programs = {"": render(seen, driver_version=driver_version, cuda_version=cuda_version(driver_version),
                            now=now or datetime.now(timezone.utc)),
                 "-L": render_list(seen)}
-    given: ContainerAllocation = container_answer({DRIVER: visible_ids}, ",".join(visible_ids), programs)
+    given: ContainerAllocation = container_answer({DRIVER: visible_ids}, ",".join(visible_ids), programs,
+                                                  driver_version=driver_version)
     doc = container_doc(given)
     return {"devices": [{"request": r.get("request", ""), "pool": r.get("pool", ""), "device": r.get("device", ""),
                          "cdiDeviceIDs": [f"{CDI_VENDOR}/{CDI_DEVICE_CLASS}={r.get('device', '')}"], **doc}

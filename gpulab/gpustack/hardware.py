@@ -83,6 +83,9 @@ class GpuModel:
     mig_capable: bool
     bar1_mib_per_memory_slice: int
     mig_profiles: tuple[MigProfile, ...]
+    nvlinks: int = 0             # NVLinks between two GPUs of its board (topo -m: NV18 on HGX H100)
+    bar1_mib: int = 0            # BAR1 aperture (nvidia-smi -q -d MEMORY)
+    reserved_mib: int = 0        # framebuffer the driver reserves (-q -d MEMORY "Reserved")
 
     @property
     def family(self) -> str:
@@ -146,6 +149,7 @@ def _model(raw: dict) -> GpuModel:
         idle_temperature_c=raw["idle"]["temperature_c"], idle_power_w=raw["idle"]["power_w"],
         idle_perf=raw["idle"]["perf"], idle_persistence=raw["idle"]["persistence"],
         mig_capable=raw["mig_capable"], bar1_mib_per_memory_slice=raw.get("bar1_mib_per_memory_slice", 0),
+        nvlinks=raw.get("nvlinks", 0), bar1_mib=raw.get("bar1_mib", 0), reserved_mib=raw.get("reserved_mib", 0),
         mig_profiles=profiles,
     )
 

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from importlib import resources
 
-from . import configmanager, cudaworkload, mpsdaemon, nfdmaster, observe, pluginstart
+from . import (configmanager, cudaworkload, dcgmstart, driverstart, gfdstart, mpsdaemon, nfdmaster, observe,
+               pluginstart, toolkitstart)
 from .allocation import NVIDIA_SMI_PROGRAM
 
 PROGRAMS = {"config-manager": configmanager.main, "mps-control-daemon": mpsdaemon.main, "nfd-master": nfdmaster.main,
-            "nvidia-device-plugin": pluginstart.main,
+            "nvidia-device-plugin": pluginstart.main, "nvidia-driver": driverstart.main,
+            "image-nvidia-smi": observe.image_nvidia_smi, "gpu-feature-discovery": gfdstart.main,
+            "dcgm-exporter-entrypoint.sh": dcgmstart.main, "nvidia-toolkit": toolkitstart.toolkit,
+            "nvidia-mig-manager": toolkitstart.mig_manager,
             NVIDIA_SMI_PROGRAM: observe.nvidia_smi, **{name: cudaworkload.main for name in cudaworkload.PROGRAMS}}
 
 

@@ -229,3 +229,92 @@ def _process_table(processes: Sequence[SmiProcess]) -> list[str]:
         lines.append(f"|{p.gpu:>5}{gi:>5}{ci:>5}{p.pid:>17}{p.type:>7}   {p.name:<36}{p.memory_mib:>7}MiB |")
     lines.append(RULE)
     return lines
+
+
+# --- nvidia-smi topo -m ---------------------------------------------------------------------------------------
+TOPO_LEGEND = (
+    "Legend:",
+    "",
+    "  X    = Self",
+    "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)",
+    "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node",
+    "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)",
+    "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)",
+    "  PIX  = Connection traversing at most a single PCIe bridge",
+    "  NV#  = Connection traversing a bonded set of # NVLinks",
+)
+
+
+def numa_layout(gpu_count: int, cpus: int) -> list[tuple[int, str]]:
+    """(NUMA node, CPU affinity list) per GPU of a two-socket host with SMT: GPUs split evenly over the
+    sockets, each socket's cores then their hyperthread siblings (``0-47,96-143`` on a 192-CPU node)."""
+    sockets = 2 if gpu_count > 1 and cpus >= 4 else 1
+    cores = max(cpus // 2, 1) if cpus >= 2 else 1
+    per = max(cores // sockets, 1)
+    out = []
+    for index in range(gpu_count):
+        numa = min(index * sockets // max(gpu_count, 1), sockets - 1)
+        first = numa * per
+        affinity = f"{first}-{first + per - 1}" if per > 1 else str(first)
+        if cpus >= 2:
+            sibling = cores + first
+            affinity += f",{sibling}-{sibling + per - 1}" if per > 1 else f",{sibling}"
+        out.append((numa, affinity))
+    return out
+
+
+def render_topology(gpus: Sequence[SmiGpu], cpus: int, node_gpus: Sequence[SmiGpu] = ()) -> str:
+    """``nvidia-smi topo -m``: the GPU connection matrix, each GPU's CPU and NUMA affinity, and the legend.
+    Board GPUs (SXM) link each pair by the model's NVLinks through NVSwitch; PCIe cards go through the host
+    bridges of their socket (NODE) or across sockets (SYS). A GPU's socket is its place among ``node_gpus`` (all
+    the node's, where ``gpus`` are a container's few). The header is underlined (ANSI ``ESC[4m``)."""
+    every = list(node_gpus) or list(gpus)
+    placed = numa_layout(len(every), cpus)
+    where = {g.bus_id: placed[i] for i, g in enumerate(every)}
+    layout = [where.get(g.bus_id, placed[0]) for g in gpus]
+    header = "\t".join([f"GPU{i}" for i in range(len(gpus))] + ["CPU Affinity", "NUMA Affinity", "GPU NUMA ID"])
+    lines = [f"\t\x1b[4m{header}\x1b[0m"]
+    for i, gpu in enumerate(gpus):
+        cells = []
+        for j, other in enumerate(gpus):
+            if i == j:
+                cells.append(" X ")
+            elif gpu.model.nvlinks and other.model.nvlinks:
+                cells.append(f"NV{min(gpu.model.nvlinks, other.model.nvlinks)}")
+            else:
+                cells.append("NODE" if layout[i][0] == layout[j][0] else "SYS")
+        numa, affinity = layout[i]
+        lines.append("\t".join([f"GPU{i}", *cells, affinity, f"{numa}\t", "N/A"]))
+    return "\n".join(lines) + "\n\n" + "\n".join(TOPO_LEGEND) + "\n\n"
+
+
+# --- nvidia-smi -q -d MEMORY --------------------------------------------------------------------------------
+def _field(indent: int, name: str, value: str) -> str:
+    """A line of ``nvidia-smi -q``: the name padded to column 42, then ``: value``."""
+    return f"{' ' * indent}{name:<{42 - indent}}: {value}"
+
+
+def render_memory_query(gpus: Sequence[SmiGpu], *, driver_version: str, cuda_version: str, now: datetime) -> str:
+    """``nvidia-smi -q -d MEMORY``: the log header, then each GPU's framebuffer, BAR1 and confidential-compute
+    protected memory (a GPU with MIG on shows its MIG devices' memory in the framebuffer figures)."""
+    lines = ["", "==============NVSMI LOG==============", "",
+             _field(0, "Timestamp", now.strftime("%a %b %e %H:%M:%S %Y")),
+             _field(0, "Driver Version", driver_version),
+             _field(0, "CUDA Version", cuda_version), "",
+             _field(0, "Attached GPUs", str(len(gpus)))]
+    for gpu in gpus:
+        model = gpu.model
+        used = sum(_mig_used(gpu)) if gpu.mig_enabled else gpu.memory_used_mib
+        reserved = model.reserved_mib
+        lines += [f"GPU {gpu.bus_id}", "    FB Memory Usage",
+                  _field(8, "Total", f"{model.memory_mib} MiB"),
+                  _field(8, "Reserved", f"{reserved} MiB"),
+                  _field(8, "Used", f"{used} MiB"),
+                  _field(8, "Free", f"{model.memory_mib - reserved - used} MiB"),
+                  "    BAR1 Memory Usage",
+                  _field(8, "Total", f"{model.bar1_mib} MiB"),
+                  _field(8, "Used", "1 MiB"),
+                  _field(8, "Free", f"{model.bar1_mib - 1} MiB"),
+                  "    Conf Compute Protected Memory Usage",
+                  _field(8, "Total", "0 MiB"), _field(8, "Used", "0 MiB"), _field(8, "Free", "0 MiB"), ""]
+    return "\n".join(lines) + "\n"

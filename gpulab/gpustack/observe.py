@@ -10,7 +10,7 @@ cluster calls them with what it knows of the container (its node, its environmen
 ``nvidia-smi`` shows what the real tool shows in a container (its PID namespace hides every process
 from the driver's accounting, so the Processes table reads "No running processes found" while the
 memory in use counts every process on the device); options: none, ``-L``, ``--query-gpu=FIELDS
---format=csv[,noheader][,nounits]`` with ``-i``/``--id``. Without a running stack (no driver on the
+--format=csv[,noheader][,nounits]`` with ``-i``/``--id``, ``topo -m`` and ``-q -d MEMORY``. Without a running stack (no driver on the
 node) it fails as nvidia-smi does when it cannot reach the driver; when the stack runs in another process
 (``gpulab gpustack run``) it leaves the answer to the outputs the device allocation recorded.
 """
@@ -24,7 +24,8 @@ from ..contract import USE_RECORDED_OUTPUT
 from . import dcgm, faults
 from .driver import cuda_version
 from .hardware import mig_uuid
-from .nvidia_smi import SmiGpu, lost_gpu, render, render_list, under_mps, visible
+from .nvidia_smi import (SmiGpu, lost_gpu, render, render_list, render_memory_query, render_topology, under_mps,
+                         visible)
 from .usage import NodeUsage, node_usage, power_w, temperature_c
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -189,16 +190,48 @@ def _cell(unit: str, value: str, nounits: bool) -> str:
     return value if nounits or not unit or value == "[N/A]" else f"{value} {unit}"
 
 
+def _wants(argv: list[str], short: str, long: str, value: str) -> bool:
+    """``argv`` is ``-x VALUE`` or ``--long=VALUE`` alone after its subject (``-q -d MEMORY``)."""
+    return argv in ([short, value], [f"{long}={value}"], [long, value])
+
+
+def _node_cpus(node: dict | None) -> int:
+    try:
+        return int(str(((node or {}).get("status") or {}).get("capacity", {}).get("cpu", "0")))
+    except ValueError:
+        return 0
+
+
 def nvidia_smi(process):
     """The native ``nvidia-smi`` a GPU container runs (gpulab.contract.NativeProgram)."""
+    return _nvidia_smi(process, host=False)
+
+
+def image_nvidia_smi(process):
+    """An ``nvidia-smi`` the image itself runs, not one the toolkit mounted for a device allocation
+    (``data/images.yaml``'s ``nvidia-smi`` behaviour). The driver image ships one and sets
+    ``NVIDIA_VISIBLE_DEVICES=void`` so the toolkit injects nothing: its container is privileged and the driver is
+    the one it loaded, so it sees every GPU of the node. Anywhere else, a container without a device allocation has
+    no device nodes, and nvidia-smi cannot reach the driver."""
+    if (process.getenv("NVIDIA_VISIBLE_DEVICES") or "") != "void":
+        yield ("stdout", NO_DRIVER)
+        return 9
+    status = yield from _nvidia_smi(process, host=True)
+    if status == USE_RECORDED_OUTPUT:      # no stack in this process to read the GPUs from
+        yield ("stdout", NO_DRIVER)
+        return 9
+    return status
+
+
+def _nvidia_smi(process, *, host: bool):
     argv = process.argv[1:]
     if not attached():
         return USE_RECORDED_OUTPUT      # the stack runs in another process (gpulab gpustack run)
-    use, _ = usage_of(process.node_label(HOSTNAME_LABEL) or "")
+    use, node = usage_of(process.node_label(HOSTNAME_LABEL) or "")
     if use is None or not use.driver_version:
         yield ("stdout", NO_DRIVER)
         return 9
-    visible_ids = [i for i in (process.getenv("NVIDIA_VISIBLE_DEVICES") or "").split(",") if i]
+    visible_ids = ["all"] if host else [i for i in (process.getenv("NVIDIA_VISIBLE_DEVICES") or "").split(",") if i]
     gpus = _seen(use, visible_ids)
     if process.node_label(SHARING_STRATEGY_LABEL) == "mps":
         gpus = under_mps(gpus)
@@ -210,13 +243,20 @@ def nvidia_smi(process):
         # devices the node's usage model does not hold (a DRA driver's dynamic MIG partitions): the outputs the
         # driver recorded when it prepared them are the container's view
         return USE_RECORDED_OUTPUT
+    now = datetime.fromtimestamp(process.now(), timezone.utc)
     if not argv:
-        now = datetime.fromtimestamp(process.now(), timezone.utc)
         yield ("stdout", render(gpus, driver_version=use.driver_version,
                                 cuda_version=cuda_version(use.driver_version), now=now))
         return 0
     if argv == ["-L"] or argv == ["--list-gpus"]:
         yield ("stdout", render_list(gpus))
+        return 0
+    if argv[:1] == ["topo"] and argv[1:] in (["-m"], ["--matrix"]):
+        yield ("stdout", render_topology(gpus, _node_cpus(node), use.gpus))
+        return 0
+    if argv[:1] in (["-q"], ["--query"]) and _wants(argv[1:], "-d", "--display", "MEMORY"):
+        yield ("stdout", render_memory_query(gpus, driver_version=use.driver_version,
+                                             cuda_version=cuda_version(use.driver_version), now=now))
         return 0
     if any(a.startswith("--query-gpu") for a in argv):
         reasons = {gpu.uuid: faults.clock_event_reasons(use.faults, i, use.gpu_util(i) > 0)

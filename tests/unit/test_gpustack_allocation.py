@@ -39,9 +39,12 @@ def test_exclusive_gpu_gets_the_first_free_uuid_and_nvidia_smi():
     response = main["response"]
     assert response["envs"] == {"NVIDIA_VISIBLE_DEVICES": gpu_uuid("n", 1)}
     assert [d["containerPath"] for d in response["devices"]] == [
-        "/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
+        "/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"]
     assert {d["permissions"] for d in response["devices"]} == {"rw"}
-    assert response["mounts"] == [{"containerPath": SMI, "hostPath": "/run/nvidia/driver" + SMI, "readOnly": True}]
+    assert response["mounts"] == [
+        {"containerPath": SMI, "hostPath": "/run/nvidia/driver" + SMI, "readOnly": True},
+        {"containerPath": "/proc/driver/nvidia/version", "hostPath": "/proc/driver/nvidia/version", "readOnly": True,
+         "content": "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.105.08  Release Build\n"}]
     assert main["programs"][SMI]["-L"] == f"GPU 0: NVIDIA H100 80GB HBM3 (UUID: {gpu_uuid('n', 1)})\n"
     assert main["programs"][SMI][""].startswith("Sat Nov 29 12:00:00 2025       \n+---")
     assert "00000000:64:00.0" in main["programs"][SMI][""]    # the second GPU's bus id
@@ -107,7 +110,7 @@ def test_an_mps_client_gets_the_pipe_directory_and_shm():
     main = run(pod(), devices, config=mps, layout=whole_gpus(1))["containers"]["main"]
     assert main["response"]["envs"] == {"NVIDIA_VISIBLE_DEVICES": gpu_uuid("n", 0),
                                         "CUDA_MPS_PIPE_DIRECTORY": "/mps/nvidia.com/gpu/pipe"}
-    assert main["response"]["mounts"][1:] == [
+    assert main["response"]["mounts"][2:] == [
         {"containerPath": "/mps/nvidia.com/gpu/pipe", "hostPath": "/run/nvidia/mps/nvidia.com/gpu/pipe",
          "readOnly": False, "directory": True},
         {"containerPath": "/dev/shm", "hostPath": "/run/nvidia/mps/shm", "readOnly": False, "directory": True}]

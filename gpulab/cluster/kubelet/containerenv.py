@@ -32,6 +32,12 @@ CLUSTER_DOMAIN = "cluster.local"
 CLUSTER_DNS = "10.96.0.10"   # kind's kube-dns Service
 _BASE_DIRS = ("/bin", "/dev", "/etc", "/home", "/proc", "/root", "/run", "/sbin", "/sys", "/tmp", "/usr/bin",
               "/usr/local/bin", "/var/log", "/var/run")
+# Every container's /dev: the OCI runtime spec's default devices (config-linux.md "Default Devices", which runc
+# creates), the mounts containerd's default spec puts under /dev (oci/mounts.go: a devpts at /dev/pts, tmpfs at
+# /dev/shm, an mqueue at /dev/mqueue). The /dev/fd, /dev/stdin... symlinks are not modelled.
+_DEFAULT_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx")
+_DEV_MOUNTS = ("/dev/pts", "/dev/shm", "/dev/mqueue")
+TERMINATION_MESSAGE_PATH = "/dev/termination-log"   # the API's default terminationMessagePath
 
 
 class ContainerConfigError(Exception):
@@ -354,8 +360,12 @@ def _device_mode(permissions: str) -> int:
 def container_files(pod: dict, container: dict, image: Image, volumes: dict[str, dict[str, tuple[str, int]]], *,
                     pod_ip: str, allocation: ContainerAllocation) -> FileSystem:
     fs = FileSystem()
-    for d in _BASE_DIRS:
+    for d in _BASE_DIRS + _DEV_MOUNTS:
         fs.mkdirs(d)
+    for device in _DEFAULT_DEVICES:
+        fs.add_file(device, "", 0o666)
+    # the kubelet bind-mounts the container's termination message file at its terminationMessagePath
+    fs.add_file(container.get("terminationMessagePath") or TERMINATION_MESSAGE_PATH, "", 0o666)
     fs.add_file("/etc/hostname", pod_hostname(pod) + "\n")
     fs.add_file("/etc/hosts", hosts_file(pod, pod_ip))
     fs.add_file("/etc/resolv.conf", resolv_conf(pod))
@@ -369,7 +379,7 @@ def container_files(pod: dict, container: dict, image: Image, volumes: dict[str,
             fs.mkdirs(fs.normalize(mount.container_path))
             continue
         mode = 0o755 if mount.container_path in allocation.programs else 0o444 if mount.read_only else 0o644
-        fs.add_file(mount.container_path, "", mode)
+        fs.add_file(mount.container_path, mount.content or "", mode)
     for mount in container.get("volumeMounts") or ():
         files = volumes.get(mount.get("name"), {})
         target = mount.get("mountPath", "/")

@@ -221,7 +221,8 @@ def image_digest(repository: str, tag: str) -> str:
 
 @dataclass(frozen=True)
 class CatalogSource:
-    """A document in data/images.yaml's format and the native programs its behaviours name (``native: true``)."""
+    """A document in data/images.yaml's format and the native programs its behaviours name (``native: true`` or
+    ``native: NAME``)."""
 
     text: str
     programs: Mapping[str, NativeProgram] = field(default_factory=dict)
@@ -231,9 +232,12 @@ def _behaviour(name: str, spec: dict, programs: Mapping[str, NativeProgram]) -> 
     stop = spec.get("onStop")
     native = None
     if spec.get("native"):
-        if name not in programs:
-            raise ValueError(f"behaviour {name!r} is native, but no program of that name was supplied")
-        native = programs[name]
+        # `native: true` runs the supplied program of the behaviour's name; `native: OTHER` the one named OTHER
+        # (a program name that also names another native, such as a mounted program's, runs a program of its own)
+        supplied = name if spec["native"] is True else str(spec["native"])
+        if supplied not in programs:
+            raise ValueError(f"behaviour {name!r} is native, but no program {supplied!r} was supplied")
+        native = programs[supplied]
     return Behaviour(script=spec.get("script", ""), serve=bool(spec.get("serve")),
                      on_stop_script=(stop or {}).get("script", "") if stop is not None else None,
                      on_stop_exit=int((stop or {}).get("exit", 0)), needs_device=spec.get("needsDevice"),

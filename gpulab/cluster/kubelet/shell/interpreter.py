@@ -100,6 +100,9 @@ class NativeProcess:
     def now(self) -> float:
         return self._shell.world.time
 
+    def kernel_release(self) -> str:
+        return self._shell.world.kernel
+
 
 SPECIAL_BUILTINS = {":", "true", "false", "exit", "export", "readonly", "unset", "set", "shift", "cd", "exec",
                     "eval", ".", "source", "read", "wait", "trap", "kill", "echo", "printf", "test", "[", "pwd",
@@ -367,6 +370,8 @@ class Shell:
         if prog.kind == "behaviour":
             b = prog.behaviour
             if b.native is not None:
+                if b.serve:     # a serving program written in Python: its ports answer while it runs
+                    self.world.listen(b.serves)
                 return (yield from self._run_native(b.native, argv))
             script = b.without_device_script if b.needs_device and not self.world.files.exists(b.needs_device) \
                 else b.script
