@@ -26,7 +26,8 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from .clusters import BASE_DIR_ENV, TEMPLATE_ENV, build_template, stop_clusters_under
+from ..labs.variant import VariantError
+from .clusters import BASE_DIR_ENV, TEMPLATE_ENV, build_template, stop_clusters_under, variant_of
 
 
 class GradingError(RuntimeError):
@@ -193,7 +194,11 @@ def grade(course_dir: Path, lab: str, *, jobs: int = 2, force: bool = False, pro
 
     bar = tqdm(total=len(students), desc=f"grading {lab}", unit="submission", file=sys.stderr, disable=not progress)
     environ = dict(os.environ)      # before the template's thread sets GPULAB_HOME for a while (clusters._up)
-    template = _Template(lab, scratch) if queue else None
+    try:        # under an instructor's secret each learner's cluster is their own variant: no shared template
+        shared = variant_of(lab, "", environ) is None
+    except VariantError as exc:
+        raise GradingError(str(exc)) from None
+    template = _Template(lab, scratch) if queue and shared else None
     try:
         starting = [spawn() for _ in range(min(max(jobs, 1), len(queue)))]
         if template is not None:
