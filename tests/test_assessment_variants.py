@@ -135,7 +135,7 @@ def test_grading_under_the_secret_scores_the_variants_answer_not_the_published_o
     course = course_tools.make_course(tmp_path, LAB, ROOT / "solutions", timeout=300)
     published = {e.answer_id: e.solution for e in course.exercises()}     # the repository's solutions, as a key
     questions = {f"{q}_answer": published[f"{q}_answer"] for q in QUESTIONS}
-    assert questions["allocatable_gpus_answer"].startswith("allocatable_gpus = 12")
+    assert "\nallocatable_gpus = 12 " in questions["allocatable_gpus_answer"]
     variants = {who: variant.for_learner(SECRET.encode(), who) for who in ("published", "right", "wrong")}
     course.submit("published", _answered(course, questions))
     course.submit("right", _answered(course, {"allocatable_gpus_answer":

@@ -7,7 +7,9 @@ a pod created before its node is Ready meets the node's ``not-ready`` taint),
 then the lab's steps (:mod:`.states`) through the official client. Any other cluster (kind, a
 real one, reached through a kubeconfig) is never wiped: :func:`reset` refuses
 with :class:`ResetRefused`, whose message lists what the starting state needs,
-so the learner can make those changes knowingly.
+so the learner can make those changes knowingly. A lab whose cluster varies
+from learner to learner (the final assessment, :mod:`.variant`) is recreated
+with the learner's variant's topology when ``$GPULAB_ASSESSMENT_VARIANT`` names one.
 
 Under ``nbgrader validate`` (which runs the whole notebook, this reset
 included, to tell the learner what grading would say) the learner's cluster is
