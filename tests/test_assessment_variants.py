@@ -64,6 +64,17 @@ def test_an_unusable_secret_is_refused_with_what_to_do(tmp_path):
     assert variant.instructor_secret({variant.SECRET_FILE_ENV: str(tmp_path / "secret")}) == SECRET.encode()
 
 
+def test_only_the_final_assessment_varies_and_only_under_a_secret():
+    from gpulab.grading.clusters import shared_cluster, variant_of
+
+    secret = {variant.SECRET_ENV: SECRET}
+    assert variant_of(LAB, "ada", secret) == variant.for_learner(SECRET.encode(), "ada")
+    assert variant_of(LAB, "ada", {}) is None and variant_of("lab02-node-pools", "ada", secret) is None
+    assert shared_cluster(LAB, {}) and shared_cluster("lab02-node-pools", secret) and not shared_cluster(LAB, secret)
+    with pytest.raises(variant.VariantError, match="at least 16 random"):
+        shared_cluster(LAB, {variant.SECRET_ENV: "too-short"})
+
+
 def test_the_learners_kernel_never_inherits_the_secret(monkeypatch, tmp_path):
     from gpulab.grading.execute import kernel_env
 
@@ -81,8 +92,9 @@ def test_the_instructor_lists_variants_to_hand_out_and_only_with_the_secret():
     assert refused.returncode == 1 and "no instructor secret: set GPULAB_INSTRUCTOR_SECRET" in refused.stderr
     listed = subprocess.run(gpulab, env={**env, variant.SECRET_ENV: SECRET}, capture_output=True, text=True,
                             timeout=60, check=True)
-    assert listed.stdout.splitlines() == [f"{who}\t{variant.VARIANT_ENV}={variant.for_learner(SECRET.encode(), who).token}"
-                                          for who in ("alice", "bob")]
+    tokens = [variant.for_learner(SECRET.encode(), who).token for who in ("alice", "bob")]
+    assert listed.stdout.splitlines() == [f"alice\t{variant.VARIANT_ENV}={tokens[0]}",
+                                          f"bob\t{variant.VARIANT_ENV}={tokens[1]}"]
 
 
 # --- the learner's cluster -------------------------------------------------------------------------------------

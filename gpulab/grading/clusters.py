@@ -27,6 +27,10 @@ no other cluster's files.
 is taken. Clusters are removed by stopping the recorded server process and
 deleting their home rather than by ``lifecycle.reset``, which would also drop
 the context ``gpulab-gpulab`` from the instructor's ``~/.kube/config``.
+
+Under an instructor's secret, a lab whose cluster varies (the final
+assessment, :mod:`gpulab.labs.variant`) is graded on each learner's own
+variant: a new cluster of that topology per submission, no template shared.
 """
 from __future__ import annotations
 
@@ -142,6 +146,18 @@ def variant_of(lab: str, student: str, environ=os.environ) -> "Variant | None":
         return None
     chosen = variant.grading_variant(student, environ) if varies else variant.DEFAULT
     return None if chosen == variant.DEFAULT else chosen
+
+
+def shared_cluster(lab: str, environ=os.environ) -> bool:
+    """Whether every submission of ``lab`` is graded on the course's own cluster, so that one template serves
+    them all: not so for a lab whose cluster varies, under an instructor's secret. VariantError: an unusable secret."""
+    from ..labs import resolve, variant
+
+    try:
+        varies = resolve(lab).varies
+    except KeyError:
+        return True
+    return not varies or variant.instructor_secret(environ) is None
 
 
 def base_directory(base_dir: Path | None = None) -> Path:

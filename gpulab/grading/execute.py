@@ -43,9 +43,9 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, List, TraitError, Unicode, default, validate
 
+from ..labs.variant import SECRET_ENV, SECRET_FILE_ENV
 from .bridge import ClusterBridge
 from .cells import check_calls, is_graded
-from ..labs.variant import SECRET_ENV, SECRET_FILE_ENV
 from .clusters import BASE_DIR_ENV, SubmissionCluster, base_directory, remove_later, supply_for, variant_of
 from .forkserver import SOCKET_ENV
 from .identity import DEFAULT_UIDS, lease, parse_uids
@@ -251,7 +251,8 @@ class HermeticExecute(Execute):
 # What the kernel inherits of the grader's environment: locale, time zone, Python's own settings and the course's
 # GPULAB_* options; nothing that names the grader's files (HOME, TMPDIR, XDG_*, the grading clusters, Jupyter's).
 INHERITED_PREFIXES = ("LANG", "LC_", "TZ", "PYTHON", "GPULAB_")
-GRADER_ONLY = frozenset({"GPULAB_CLUSTER_NAME", "GPULAB_HOME", SOCKET_ENV, BASE_DIR_ENV, SECRET_ENV, SECRET_FILE_ENV})
+GRADER_ONLY = frozenset({"GPULAB_CLUSTER_NAME", "GPULAB_HOME", SOCKET_ENV, BASE_DIR_ENV,
+                         SECRET_ENV, SECRET_FILE_ENV})     # the instructor's secret: it would tell every variant
 
 
 def kernel_env() -> dict[str, str]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..labs.variant import VariantError
-from .clusters import BASE_DIR_ENV, TEMPLATE_ENV, build_template, stop_clusters_under, variant_of
+from .clusters import BASE_DIR_ENV, TEMPLATE_ENV, build_template, shared_cluster, stop_clusters_under
 
 
 class GradingError(RuntimeError):
@@ -194,8 +194,8 @@ def grade(course_dir: Path, lab: str, *, jobs: int = 2, force: bool = False, pro
 
     bar = tqdm(total=len(students), desc=f"grading {lab}", unit="submission", file=sys.stderr, disable=not progress)
     environ = dict(os.environ)      # before the template's thread sets GPULAB_HOME for a while (clusters._up)
-    try:        # under an instructor's secret each learner's cluster is their own variant: no shared template
-        shared = variant_of(lab, "", environ) is None
+    try:
+        shared = shared_cluster(lab, environ)
     except VariantError as exc:
         raise GradingError(str(exc)) from None
     template = _Template(lab, scratch) if queue and shared else None
