@@ -106,11 +106,11 @@ def _kubectl_json(kubeconfig: str, *args: str) -> dict:
 
 
 @pytest.mark.slow
-def test_the_learners_reset_builds_their_variant(tmp_path):
+def test_the_learners_reset_builds_their_variant(tmp_path, engine):
     chosen = variant.for_learner(SECRET.encode(), "ada")
     env = {**os.environ, "GPULAB_HOME": str(tmp_path / "home"), variant.VARIANT_ENV: chosen.token,
-           "PATH": os.pathsep.join([str(VENV_BIN), os.environ.get("PATH", "")])}
-    for key in ("GPULAB_CLUSTER", "KUBECONFIG", "GPULAB_ENGINE"):
+           "GPULAB_ENGINE": engine, "PATH": os.pathsep.join([str(VENV_BIN), os.environ.get("PATH", "")])}
+    for key in ("GPULAB_CLUSTER", "KUBECONFIG"):
         env.pop(key, None)
     gpulab = str(VENV_BIN / "gpulab")
     try:
