@@ -154,9 +154,12 @@ def test_grading_under_the_secret_scores_the_variants_answer_not_the_published_o
                                               f"allocatable_gpus = {variants['right'].total}"}))
     course.submit("wrong", _answered(course, {"allocatable_gpus_answer":
                                               f"allocatable_gpus = {variants['wrong'].total + 1}"}))
-    env = {**course.env(), variant.SECRET_ENV: SECRET}
-    proc = subprocess.run([course_tools.GPULAB, "grade", LAB, "--course-dir", str(course.root), "--no-progress",
-                           "--jobs", "2"], env=env, capture_output=True, text=True, timeout=1500)
+    grade = [course_tools.GPULAB, "grade", LAB, "--course-dir", str(course.root), "--no-progress", "--jobs", "2"]
+    refused = subprocess.run(grade, env={**course.env(), variant.SECRET_ENV: "guessable"}, capture_output=True,
+                             text=True, timeout=300)
+    assert refused.returncode != 0 and "use at least 16 random" in refused.stdout + refused.stderr, refused.stderr
+    proc = subprocess.run(grade, env={**course.env(), variant.SECRET_ENV: SECRET}, capture_output=True, text=True,
+                          timeout=1500)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     scores = course.scores()
     assert scores["published"][1]["allocatable_gpus_test"] == 0.0       # the published count misses its variant
