@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-BENCHMARKS = ["apiserver", "history", "scheduler", "grading", "course", "streaming", "codecs", "dra", "busy", "engines"]
+BENCHMARKS = ["apiserver", "history", "scheduler", "grading", "course", "streaming", "codecs", "dra", "busy", "engines", "workshop"]
 RESULTS = Path(__file__).parent / "results"
 
 

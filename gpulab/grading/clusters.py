@@ -27,6 +27,10 @@ no other cluster's files.
 is taken. Clusters are removed by stopping the recorded server process and
 deleting their home rather than by ``lifecycle.reset``, which would also drop
 the context ``gpulab-gpulab`` from the instructor's ``~/.kube/config``.
+
+Under an instructor's secret, a lab whose cluster varies (the final
+assessment, :mod:`gpulab.labs.variant`) is graded on each learner's own
+variant: a new cluster of that topology per submission, no template shared.
 """
 from __future__ import annotations
 
@@ -40,6 +44,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import yaml
@@ -47,6 +52,9 @@ import yaml
 from .. import embedded
 from ..cluster import lifecycle
 from .forkserver import SOCKET_ENV, ForkServer
+
+if TYPE_CHECKING:
+    from ..labs.variant import Variant
 
 CLUSTER_NAME = lifecycle.DEFAULT_NAME
 BASE_DIR_ENV = "GPULAB_GRADING_DIR"     # where submission clusters live (default: the system temp directory)
@@ -126,6 +134,32 @@ def lab_steps(lab: str) -> tuple:
         return ()
 
 
+def variant_of(lab: str, student: str, environ=os.environ) -> "Variant | None":
+    """The variant of ``lab``'s cluster that ``student`` is graded on (:mod:`gpulab.labs.variant`): drawn from
+    the instructor's secret for a lab whose cluster varies; None for the course's own cluster (no secret, or a
+    lab that does not vary). VariantError: the secret is set but unusable."""
+    from ..labs import resolve, variant
+
+    try:
+        varies = resolve(lab).varies
+    except KeyError:
+        return None
+    chosen = variant.grading_variant(student, environ) if varies else variant.DEFAULT
+    return None if chosen == variant.DEFAULT else chosen
+
+
+def shared_cluster(lab: str, environ=os.environ) -> bool:
+    """Whether every submission of ``lab`` is graded on the course's own cluster, so that one template serves
+    them all: not so for a lab whose cluster varies, under an instructor's secret. VariantError: an unusable secret."""
+    from ..labs import resolve, variant
+
+    try:
+        varies = resolve(lab).varies
+    except KeyError:
+        return True
+    return not varies or variant.instructor_secret(environ) is None
+
+
 def base_directory(base_dir: Path | None = None) -> Path:
     base = base_dir or Path(os.environ.get(BASE_DIR_ENV) or tempfile.gettempdir())
     base.mkdir(parents=True, exist_ok=True)
@@ -133,12 +167,13 @@ def base_directory(base_dir: Path | None = None) -> Path:
 
 
 def start_cluster(lab: str, base_dir: Path | None = None, forkserver: ForkServer | None = None,
-                  template: Path | None = None) -> SubmissionCluster:
+                  template: Path | None = None, topology: Path | None = None) -> SubmissionCluster:
     """A fresh embedded cluster in ``lab``'s starting state, in a new private home under ``base_dir``: a copy of
-    ``template`` (see :func:`build_template`) resumed, or a new cluster with the lab's steps applied."""
+    ``template`` (see :func:`build_template`) resumed, or a new cluster (of ``topology``: the course's own when
+    None) with the lab's steps applied."""
     home = Path(tempfile.mkdtemp(prefix="grade-", dir=base_directory(base_dir)))
     try:
-        path = _up(home, forkserver.ensure() if forkserver else None, template)
+        path = _up(home, forkserver.ensure() if forkserver else None, template, topology)
         directory = home / "clusters" / CLUSTER_NAME
         pid = int((directory / "server.pid").read_text())
         cluster = SubmissionCluster(home, yaml.safe_load(path.read_text()), pid, _start_ticks(pid))
@@ -189,9 +224,10 @@ def _settle(cluster: SubmissionCluster, timeout: float = 30) -> None:
         time.sleep(0.1)
 
 
-def _up(home: Path, forkserver: str | None, template: Path | None = None, attempts: int = 2) -> Path:
-    """``embedded.up`` in ``home`` (of a copy of ``template`` when given, on a port of its own); through the fork
-    server at ``forkserver`` when there is one."""
+def _up(home: Path, forkserver: str | None, template: Path | None = None, topology: Path | None = None,
+        attempts: int = 2) -> Path:
+    """``embedded.up`` in ``home`` (of a copy of ``template`` when given, on a port of its own; else a new
+    cluster of ``topology``); through the fork server at ``forkserver`` when there is one."""
     for attempt in range(attempts):
         if template is not None:
             _copy_template(template, home)
@@ -202,7 +238,7 @@ def _up(home: Path, forkserver: str | None, template: Path | None = None, attemp
                 os.environ[SOCKET_ENV] = forkserver
             try:
                 return embedded.up(CLUSTER_NAME, server_module="gpulab.grading.forkserver" if forkserver
-                                   else embedded.SERVER_MODULE,
+                                   else embedded.SERVER_MODULE, topology=None if template else topology,
                                    port=None if template is None else lifecycle.free_port())
             except lifecycle.ClusterError:
                 if attempt == attempts - 1:   # a free port taken between choosing and binding: choose again
@@ -235,10 +271,16 @@ def stop_clusters_under(directory: Path) -> int:
 
 
 class ClusterSupply:
-    """Fresh clusters for one lab, optionally one started ahead in the background."""
+    """Fresh clusters for one lab, optionally one started ahead in the background; of one learner's variant of
+    the lab's cluster (:mod:`gpulab.labs.variant`) when given one, each then built afresh (no template: a variant
+    is rarely graded twice)."""
 
-    def __init__(self, lab: str, base_dir: Path | None = None, prestart: bool = False):
+    def __init__(self, lab: str, base_dir: Path | None = None, prestart: bool = False,
+                 variant: Variant | None = None):
         self.lab, self.base_dir, self.prestart = lab, base_dir, prestart
+        self._topology_dir = None if variant is None else Path(tempfile.mkdtemp(prefix="variant-",
+                                                                                 dir=base_directory(base_dir)))
+        self._topology = None if variant is None else variant.write_topology(self._topology_dir)
         self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpulab-cluster-start")
         self._spare: Future | None = None
         self._forkserver = ForkServer(base_directory(base_dir))
@@ -257,6 +299,8 @@ class ClusterSupply:
     def _start_one(self) -> SubmissionCluster:
         """Runs on the one starter thread, so the template is built once, before the first copy (unless the
         grading run built it: ``$GPULAB_GRADING_TEMPLATE``, which this supply then uses but never removes)."""
+        if self._topology is not None:
+            return start_cluster(self.lab, self.base_dir, self._forkserver, topology=self._topology)
         if not self._template_built:
             shared = os.environ.get(TEMPLATE_ENV)
             if shared and lab_steps(self.lab):
@@ -277,16 +321,22 @@ class ClusterSupply:
         self._forkserver.stop()
         if self._template is not None and self._owns_template:
             shutil.rmtree(self._template.parent.parent, ignore_errors=True)
+        if self._topology_dir is not None:
+            shutil.rmtree(self._topology_dir, ignore_errors=True)
 
 
-_supplies: dict[tuple[str, bool], ClusterSupply] = {}
+_supplies: dict[tuple[str, bool, Variant | None], ClusterSupply] = {}
 
 
-def supply_for(lab: str, prestart: bool) -> ClusterSupply:
-    """The process's supply of clusters for ``lab`` (kept across the notebooks one nbgrader run grades)."""
-    key = (lab, prestart)
+def supply_for(lab: str, prestart: bool, variant: Variant | None = None) -> ClusterSupply:
+    """The process's supply of clusters for ``lab`` (kept across the notebooks one nbgrader run grades); of
+    ``variant``'s cluster when given one, without a spare (the next learner's variant is another), and the supply
+    of the previous learner's variant closed."""
+    key = (lab, prestart and variant is None, variant)
+    for other in [k for k in _supplies if k[0] == lab and k[2] is not None and k != key]:
+        _supplies.pop(other).close()
     if key not in _supplies:
-        _supplies[key] = ClusterSupply(lab, prestart=prestart)
+        _supplies[key] = ClusterSupply(lab, prestart=key[1], variant=variant)
     return _supplies[key]
 
 

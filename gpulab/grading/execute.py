@@ -43,9 +43,10 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, List, TraitError, Unicode, default, validate
 
+from ..labs.variant import SECRET_ENV, SECRET_FILE_ENV
 from .bridge import ClusterBridge
 from .cells import check_calls, is_graded
-from .clusters import BASE_DIR_ENV, SubmissionCluster, base_directory, remove_later, supply_for
+from .clusters import BASE_DIR_ENV, SubmissionCluster, base_directory, remove_later, supply_for, variant_of
 from .forkserver import SOCKET_ENV
 from .identity import DEFAULT_UIDS, lease, parse_uids
 from .kernel import SandboxedKernelManager
@@ -119,7 +120,9 @@ class HermeticExecute(Execute):
         self._replayable: list[str] = []
         self._timed_out: list[int] = []
         sandboxing = launcher()          # SandboxUnavailable before any cluster starts
-        cluster = supply_for(self.resources["nbgrader"]["assignment"], self.prestart).take()
+        lab, student = self.resources["nbgrader"]["assignment"], self.resources["nbgrader"]["student"]
+        variant = variant_of(lab, student)      # VariantError (an unusable secret) before any cluster starts
+        cluster = supply_for(lab, self.prestart, variant).take()
         identity = lease(parse_uids(self.sandbox_uids)) if sandboxing.as_root else nullcontext()
         try:
             with identity as uid:
@@ -135,7 +138,8 @@ class HermeticExecute(Execute):
             self.set_widgets_metadata()
         finally:
             remove_later(cluster)
-        self.nb.metadata[GRADER_KEY] = {"timed_out_cells": self._timed_out}   # for gpulab grade's table
+        self.nb.metadata[GRADER_KEY] = {"timed_out_cells": self._timed_out,    # for gpulab grade's table
+                                        **({"variant": variant.token} if variant else {})}
         return self.nb, self.resources
 
     def create_kernel_manager(self) -> SandboxedKernelManager:
@@ -247,7 +251,8 @@ class HermeticExecute(Execute):
 # What the kernel inherits of the grader's environment: locale, time zone, Python's own settings and the course's
 # GPULAB_* options; nothing that names the grader's files (HOME, TMPDIR, XDG_*, the grading clusters, Jupyter's).
 INHERITED_PREFIXES = ("LANG", "LC_", "TZ", "PYTHON", "GPULAB_")
-GRADER_ONLY = frozenset({"GPULAB_CLUSTER_NAME", "GPULAB_HOME", SOCKET_ENV, BASE_DIR_ENV})
+GRADER_ONLY = frozenset({"GPULAB_CLUSTER_NAME", "GPULAB_HOME", SOCKET_ENV, BASE_DIR_ENV,
+                         SECRET_ENV, SECRET_FILE_ENV})     # the instructor's secret: it would tell every variant
 
 
 def kernel_env() -> dict[str, str]:

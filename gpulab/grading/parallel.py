@@ -26,7 +26,8 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from .clusters import BASE_DIR_ENV, TEMPLATE_ENV, build_template, stop_clusters_under
+from ..labs.variant import VariantError
+from .clusters import BASE_DIR_ENV, TEMPLATE_ENV, build_template, shared_cluster, stop_clusters_under
 
 
 class GradingError(RuntimeError):
@@ -174,6 +175,10 @@ def grade(course_dir: Path, lab: str, *, jobs: int = 2, force: bool = False, pro
 
     course_dir = Path(course_dir).resolve()
     check_ready(course_dir, lab)
+    try:        # under an instructor's secret, each learner of a varying lab has a cluster of their own
+        shared = shared_cluster(lab)
+    except VariantError as exc:
+        raise GradingError(str(exc)) from None
     students = submissions(course_dir, lab)
     start = time.monotonic()
     outcomes: dict[str, Outcome] = {}
@@ -193,7 +198,7 @@ def grade(course_dir: Path, lab: str, *, jobs: int = 2, force: bool = False, pro
 
     bar = tqdm(total=len(students), desc=f"grading {lab}", unit="submission", file=sys.stderr, disable=not progress)
     environ = dict(os.environ)      # before the template's thread sets GPULAB_HOME for a while (clusters._up)
-    template = _Template(lab, scratch) if queue else None
+    template = _Template(lab, scratch) if queue and shared else None
     try:
         starting = [spawn() for _ in range(min(max(jobs, 1), len(queue)))]
         if template is not None:

@@ -7,7 +7,9 @@ a pod created before its node is Ready meets the node's ``not-ready`` taint),
 then the lab's steps (:mod:`.states`) through the official client. Any other cluster (kind, a
 real one, reached through a kubeconfig) is never wiped: :func:`reset` refuses
 with :class:`ResetRefused`, whose message lists what the starting state needs,
-so the learner can make those changes knowingly.
+so the learner can make those changes knowingly. A lab whose cluster varies
+from learner to learner (the final assessment, :mod:`.variant`) is recreated
+with the learner's variant's topology when ``$GPULAB_ASSESSMENT_VARIANT`` names one.
 
 Under ``nbgrader validate`` (which runs the whole notebook, this reset
 included, to tell the learner what grading would say) the learner's cluster is
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from ..checks import validating
 from ..learner import connection
+from . import variant
 from .states import LABS, Lab
 from .steps import StepError, wait_for_nodes_ready
 
@@ -75,23 +78,36 @@ def _status_field(name: str, field: str) -> str | None:
     return None if value in (None, "None") else value
 
 
-def _up(name: str, port: str | None = None, engine: str | None = None) -> tuple[Path, int]:
+def _up(name: str, port: str | None = None, engine: str | None = None,
+        topology: Path | None = None) -> tuple[Path, int]:
     """``gpulab cluster up``: the kubeconfig and how many nodes the cluster has."""
     up = _gpulab("cluster", "up", "--name", name, *(["--port", port] if port else []),
-                 *(["--engine", engine] if engine else []))
+                 *(["--engine", engine] if engine else []), *(["--topology", str(topology)] if topology else []))
     if up.returncode != 0:
         raise StepError(f"`gpulab cluster up --name {name}` failed: {(up.stderr or up.stdout).strip()}")
     return Path(up.stdout.strip().splitlines()[-1]), int(_status_field(name, "nodes") or 0)
 
 
-def _recreate(name: str) -> tuple[Path, int]:
+def _recreate(name: str, topology: Path | None) -> tuple[Path, int]:
     """``gpulab cluster reset`` + ``up`` on the same port and engine, so a port-forward or bookmark keeps working
     and a learner on the upstream engine stays on it."""
     port, engine = _status_field(name, "port"), _status_field(name, "engine")
     _gpulab("cluster", "reset", "--name", name)
-    return _up(name, port, engine)
+    return _up(name, port, engine, topology)
 
 
+def _topology(lab: Lab, directory: Path, say) -> Path | None:
+    """The topology file of the learner's variant, for a lab whose cluster varies (None: the course's own)."""
+    if not lab.varies:
+        return None
+    try:
+        chosen = variant.learner_variant()
+    except variant.VariantError as exc:
+        raise StepError(str(exc)) from None
+    if chosen == variant.DEFAULT:
+        return None
+    say(f"  your variant ({variant.VARIANT_ENV}): {chosen.token}")
+    return chosen.write_topology(directory)
 
 
 def _private_home() -> Path:
@@ -123,14 +139,15 @@ def reset(lab: str | Lab, *, name: str | None = None, quiet: bool = False) -> Pa
         raise ResetRefused(f"not resetting: {exc}, and gpulab lab reset only wipes the embedded cluster. "
                            f"To reach the starting state of {chosen.name} it would:\n{changes}") from None
     say = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
-    if name is None and validating():
-        home = _private_home()
-        say(f"nbgrader validate: building the starting state of {chosen.name} on a new embedded cluster of its "
-            f"own (in {home}, removed when this kernel stops); your cluster {cluster!r} is not touched...")
-        kubeconfig, nodes = _up(cluster)
-    else:
-        say(f"Resetting the embedded cluster {cluster!r} to the starting state of {chosen.name}...")
-        kubeconfig, nodes = _recreate(cluster)
+    with tempfile.TemporaryDirectory(prefix="gpulab-topology-") as scratch_dir:
+        if name is None and validating():
+            home = _private_home()
+            say(f"nbgrader validate: building the starting state of {chosen.name} on a new embedded cluster of "
+                f"its own (in {home}, removed when this kernel stops); your cluster {cluster!r} is not touched...")
+            kubeconfig, nodes = _up(cluster, topology=_topology(chosen, Path(scratch_dir), say))
+        else:
+            say(f"Resetting the embedded cluster {cluster!r} to the starting state of {chosen.name}...")
+            kubeconfig, nodes = _recreate(cluster, _topology(chosen, Path(scratch_dir), say))
     current = connection._current  # noqa: SLF001
     if current is not None and current.embedded and current.cluster_name == cluster:
         api_client = connection.connect(name=cluster).api_client

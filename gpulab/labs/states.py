@@ -14,6 +14,7 @@ class Lab:
     name: str                   # the lab's directory: solutions/<name>/, labs/<name>/
     title: str
     steps: tuple = ()
+    varies: bool = False        # its cluster's GPUs are the learner's variant (:mod:`.variant`)
 
     @property
     def short(self) -> str:
@@ -31,5 +32,5 @@ LABS = (
     Lab("lab05-gang-scheduling", "Gang scheduling", (GpuOperator(PINNED), DeadlockedJobs("deadlocked-jobs.yaml"))),
     Lab("lab06-dra", "Asking for GPUs by what they are (DRA)",
         (GpuOperator(PINNED), DraPool(), DraDriver(), PendingPod("too-big.yaml", namespace="team-a"))),
-    Lab("final-assessment", "Final assessment", (GpuOperator(PINNED),)),
+    Lab("final-assessment", "Final assessment", (GpuOperator(PINNED),), varies=True),
 )
