@@ -308,7 +308,7 @@ class Api:
         if decode:
             self._check_fields(rt, obj, field_validation, warnings, raw)
         rv = meta.get("resourceVersion")
-        if rv and rv != old["metadata"]["resourceVersion"]:
+        if _preconditioned(rv) and rv != old["metadata"]["resourceVersion"]:
             raise conflict(rt.plural, rt.group, name,
                            "the object has been modified; please apply your changes to the latest version and try again")
         if decode:
@@ -400,7 +400,7 @@ class Api:
             raise bad_request(f'the name of the object ({nmeta.get("name")}) does not match the name on the URL ({name})')
         self.strategy(rt).decode(new, rt)
         rv = nmeta.get("resourceVersion")
-        if rv and rv != old["metadata"]["resourceVersion"]:
+        if _preconditioned(rv) and rv != old["metadata"]["resourceVersion"]:
             raise conflict(rt.plural, rt.group, name,
                            "the object has been modified; please apply your changes to the latest version and try again")
         new["kind"], new["apiVersion"] = rt.kind, rt.api_version
@@ -677,3 +677,10 @@ def _same_ignoring_managed_time(old: dict, new: dict) -> bool:
         return False
     drop_time = lambda mf: [{k: v for k, v in e.items() if k != "time"} for e in (mf or [])]  # noqa: E731
     return drop_time(om.get("managedFields")) == drop_time(nm.get("managedFields"))
+
+
+def _preconditioned(rv) -> bool:
+    """Whether an update or patch names the resourceVersion it must apply to. The store's Update reads the
+    object's resourceVersion as a number and treats 0 as "none given": an unconditional update on the latest
+    version (apiserver registry/generic/registry/store.go), so ``"resourceVersion": "0"`` is no conflict."""
+    return bool(rv) and rv != "0"

@@ -1,0 +1,59 @@
+"""What Kubernetes' own kubectl command tests (``test/cmd``, run in full by ``tools/kubectl_cmd_tests.py``) found on
+the embedded cluster, held through kubectl on both engines, and two of those upstream functions run as they are."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tools import kubectl_cmd_tests
+
+from .conftest import ROOT, start_cluster, stop_cluster, wait_for
+
+CONFIGMAP = """{{"apiVersion": "v1", "kind": "ConfigMap",
+ "metadata": {{"name": "replaced", "resourceVersion": "{rv}"}}, "data": {{"k": "{value}"}}}}"""
+
+
+@pytest.fixture(scope="module")
+def cluster(engine, tmp_path_factory):
+    c = start_cluster(tmp_path_factory.mktemp("kubectl-cmd"), engine=engine, gpu_stack=False)
+    yield c
+    stop_cluster(c)
+
+
+def test_replace_with_resource_version_zero_is_unconditional(cluster):
+    """core.sh replaces a Node with ``"resourceVersion": "0"``: the store reads 0 as "no version given" and
+    updates the latest object; any other stale version is a conflict."""
+    cluster.kubectl("create", "configmap", "replaced", "--from-literal=k=v1")
+    cluster.kubectl("replace", "-f", "-", input=CONFIGMAP.format(rv="0", value="v2"))
+    assert cluster.kubectl("get", "configmap", "replaced", "-o", "jsonpath={.data.k}").stdout == "v2"
+    stale = cluster.kubectl("replace", "-f", "-", input=CONFIGMAP.format(rv="1", value="v3"), check=False)
+    assert stale.returncode == 1
+    assert "the object has been modified" in stale.stderr
+    assert cluster.kubectl("get", "configmap", "replaced", "-o", "jsonpath={.data.k}").stdout == "v2"
+
+
+def test_a_schedule_that_never_fires_is_an_invalid_schedule_event(cluster):
+    """events.sh: a CronJob for 31 February parses, but the controller finds no two activations a second apart
+    and says so in an ``InvalidSchedule`` warning (cronjob_controllerv2.go), starting no Job."""
+    cluster.kubectl("create", "cronjob", "never", "--schedule=59 23 31 2 *", "--image=busybox", "--", "true")
+
+    def invalid_schedule():
+        out = cluster.kubectl("events", "--for=cronjob/never", "--types=Warning").stdout
+        return out if "InvalidSchedule" in out else None
+
+    out = wait_for(invalid_schedule, timeout=60, what="the InvalidSchedule event")
+    assert "invalid schedule: 59 23 31 2 * : time difference between two schedules is less than 1 second" in out
+    assert cluster.kubectl("get", "jobs", "-o", "name").stdout == ""
+
+
+@pytest.mark.skipif(not kubectl_cmd_tests.KUBERNETES.is_dir(), reason="k8s.io/kubernetes is not in the module cache")
+def test_two_test_cmd_functions_pass_on_the_embedded_cluster():
+    """Two of upstream's own functions, unchanged, through the runner: results reporting and the categories
+    discovery publishes."""
+    functions = ["run_kubectl_results_tests", "run_assert_categories_tests"]
+    proc = subprocess.run([sys.executable, "-m", "tools.kubectl_cmd_tests", "--engine", "embedded", "--only",
+                           *functions], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "embedded: 2/2 functions passed" in proc.stdout
