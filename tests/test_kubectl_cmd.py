@@ -6,6 +6,8 @@ import subprocess
 import sys
 
 import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 from tools import kubectl_cmd_tests
 
@@ -32,6 +34,25 @@ def test_replace_with_resource_version_zero_is_unconditional(cluster):
     assert stale.returncode == 1
     assert "the object has been modified" in stale.stderr
     assert cluster.kubectl("get", "configmap", "replaced", "-o", "jsonpath={.data.k}").stdout == "v2"
+
+
+def test_scale_dry_run_stores_nothing_and_a_stale_version_conflicts(cluster):
+    """core.sh and apps.sh scale with ``--dry-run=server`` and ``--current-replicas``: the Scale subresource
+    honours the dry run and the resourceVersion it is sent."""
+    cluster.kubectl("create", "deployment", "scaled", "--image=busybox", "--replicas=1")
+    dry = cluster.kubectl("scale", "deployment/scaled", "--replicas=4", "--dry-run=server")
+    assert dry.stdout.strip() == "deployment.apps/scaled scaled (server dry run)"
+    replicas = ("get", "deployment", "scaled", "-o", "jsonpath={.spec.replicas}")
+    assert cluster.kubectl(*replicas).stdout == "1"
+    # kubectl checks --resource-version itself; the official client sends a stale one to the server
+    apps = client.AppsV1Api(cluster.client())
+    stale = {"metadata": {"name": "scaled", "namespace": "default", "resourceVersion": "1"}, "spec": {"replicas": 3}}
+    with pytest.raises(ApiException) as err:
+        apps.replace_namespaced_deployment_scale("scaled", "default", stale)
+    assert err.value.status == 409
+    assert "the object has been modified" in err.value.body
+    cluster.kubectl("scale", "deployment/scaled", "--replicas=2", "--current-replicas=1")
+    assert cluster.kubectl(*replicas).stdout == "2"
 
 
 def test_a_schedule_that_never_fires_is_an_invalid_schedule_event(cluster):

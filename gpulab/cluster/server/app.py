@@ -222,7 +222,7 @@ class ApiServer:
                                   f'the URL ({t.name})')
             body.setdefault("metadata", {})["name"] = t.name
             if t.subresource == "scale":
-                return _json_response(self._put_scale(t, body, request))
+                return _json_response(self._put_scale(t, body, request, dry_run))
             warnings = []
             existed = self.api.try_get(t.rt, t.name, t.namespace) is not None
             updated = self.api.update(t.rt, body, t.namespace, subresource=t.subresource, manager=_manager(request),
@@ -237,7 +237,7 @@ class ApiServer:
             dry_run, _, field_validation = params.write_options(q, "PatchOptions", patch_type=patch_type)
             patch, _ = negotiation.decode_body(raw, request.headers.get("Content-Type"), patch=True)
             if t.subresource == "scale":
-                return _json_response(self._patch_scale(t, patch, patch_type, request))
+                return _json_response(self._patch_scale(t, patch, patch_type, request, dry_run))
             warnings = []
             existed = self.api.try_get(t.rt, t.name, t.namespace) is not None
             patched = self.api.patch(t.rt, t.name, patch, patch_type, t.namespace, subresource=t.subresource,
@@ -411,18 +411,26 @@ class ApiServer:
         return resp
 
     # --- scale subresource (autoscaling/v1 Scale) -------------------------
-    def _put_scale(self, t: paths.Target, body: dict, request: web.Request) -> dict:
+    def _put_scale(self, t: paths.Target, body: dict, request: web.Request, dry_run: bool,
+                   precondition: bool = True) -> dict:
+        """The Scale's replicas onto the object (registry/apps/deployment/storage scaleUpdatedObjectInfo and its
+        siblings): its resourceVersion, when given, is the update's precondition, and a dry run stores nothing."""
         replicas = (body.get("spec") or {}).get("replicas")
-        obj = self.api.patch(t.rt, t.name, {"spec": {"replicas": replicas}}, "merge", t.namespace,
-                             manager=_manager(request))
+        change: dict = {"spec": {"replicas": replicas}}
+        rv = (body.get("metadata") or {}).get("resourceVersion")
+        if precondition and rv:
+            change["metadata"] = {"resourceVersion": rv}
+        obj = self.api.patch(t.rt, t.name, change, "merge", t.namespace, manager=_manager(request), dry_run=dry_run)
         return self._scale_of(t.rt, obj)
 
-    def _patch_scale(self, t: paths.Target, patch, patch_type: str, request: web.Request) -> dict:
+    def _patch_scale(self, t: paths.Target, patch, patch_type: str, request: web.Request, dry_run: bool) -> dict:
         from ..patch import apply_json_patch, apply_merge_patch
 
         current = self._scale_of(t.rt, self.api.get(t.rt, t.name, t.namespace))
         new = apply_json_patch(current, patch) if patch_type == "json" else apply_merge_patch(current, patch)
-        return self._put_scale(t, new, request)
+        # the patched Scale carries the current resourceVersion; only one the patch itself names is a precondition
+        named = isinstance(patch, dict) and bool((patch.get("metadata") or {}).get("resourceVersion"))
+        return self._put_scale(t, new, request, dry_run, precondition=named)
 
     def _scale_of(self, rt: ResourceType, obj: dict) -> dict:
         return _scale_of(obj, self.api.strategy(rt).scale_selector(obj))
