@@ -36,6 +36,22 @@ def test_replace_with_resource_version_zero_is_unconditional(cluster):
     assert cluster.kubectl("get", "configmap", "replaced", "-o", "jsonpath={.data.k}").stdout == "v2"
 
 
+def test_default_kube_system_and_kube_public_may_not_be_deleted(cluster):
+    """core.sh deletes ``namespace --all`` and expects kubectl to fail: NamespaceLifecycle admission keeps the
+    three namespaces the cluster cannot do without, and any other namespace goes."""
+    cluster.kubectl("create", "namespace", "mortal")
+    out = cluster.kubectl("delete", "namespace", "default", "kube-system", "kube-public", "mortal", "--wait=false",
+                          check=False)
+    assert out.returncode == 1
+    for name in ("default", "kube-system", "kube-public"):
+        assert (f'Error from server (Forbidden): namespaces "{name}" is forbidden: this namespace may not be deleted'
+                in out.stderr)
+    assert 'namespace "mortal" deleted' in out.stdout
+    phases = cluster.kubectl("get", "namespaces", "default", "kube-system", "kube-public",
+                             "-o", "jsonpath={.items[*].status.phase}").stdout
+    assert phases == "Active Active Active"
+
+
 def test_scale_dry_run_stores_nothing_and_a_stale_version_conflicts(cluster):
     """core.sh and apps.sh scale with ``--dry-run=server`` and ``--current-replicas``: the Scale subresource
     honours the dry run and the resourceVersion it is sent."""

@@ -33,6 +33,8 @@ from .store import Change, Store
 from .validation import go_decode, strict
 
 _CRDS = "customresourcedefinitions.apiextensions.k8s.io"
+# NamespaceLifecycle admission refuses to delete these (k8s.io/apiserver admission/plugin/namespace/lifecycle)
+_IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 _MAX_OBJECT_BYTES = 1_572_864 + 128 * 1024  # etcd's request size limit (1.5 MiB) plus envelope
 
 
@@ -446,6 +448,10 @@ class Api:
         """Returns the object (graceful or finalizer-pending deletion, or kinds that return it) or a Status."""
         rt = self.rt(key)
         self._check_verb(rt, "delete")
+        if rt.storage_key == "namespaces" and name in _IMMORTAL_NAMESPACES:
+            # NamespaceLifecycle's Admit, which the DELETE handler runs before the storage looks the object up
+            raise ApiError(403, "Forbidden", f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                           {"name": name, "kind": "namespaces"})
         storage_rt = self._storage_rt(rt)
         ns = (namespace or "default") if rt.namespaced else ""
         old = self.store.get(rt.storage_key, ns, name)
