@@ -36,6 +36,24 @@ def test_replace_with_resource_version_zero_is_unconditional(cluster):
     assert cluster.kubectl("get", "configmap", "replaced", "-o", "jsonpath={.data.k}").stdout == "v2"
 
 
+def test_a_node_created_through_the_api_gets_the_next_free_pod_cidr(cluster):
+    """core.sh creates Node ``node-v1-test`` and replaces it without CIDRs: on kind (and upstream's test server
+    without --allocate-node-cidrs it would not be) the controller-manager has given it a /24 of 10.244.0.0/16
+    meanwhile, and a Node's pod CIDRs cannot be taken away."""
+    taken = set(cluster.kubectl("get", "nodes", "-o", "jsonpath={.items[*].spec.podCIDR}").stdout.split())
+    cluster.kubectl("create", "-f", "-", input='{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "by-hand"}}')
+    cidr = wait_for(lambda: cluster.kubectl("get", "node", "by-hand", "-o", "jsonpath={.spec.podCIDR}").stdout,
+                    timeout=30, what="the node's pod CIDR")
+    assert cidr.startswith("10.244.") and cidr.endswith(".0/24") and cidr not in taken
+    assert cluster.kubectl("get", "node", "by-hand", "-o", "jsonpath={.spec.podCIDRs}").stdout == f'["{cidr}"]'
+    replaced = cluster.kubectl("replace", "-f", "-", check=False,
+                               input='{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "by-hand", '
+                                     '"resourceVersion": "0", "annotations": {"a": "b"}}}')
+    assert replaced.returncode == 1
+    assert 'spec.podCIDRs: Forbidden: node updates may not change podCIDR except from "" to valid' in replaced.stderr
+    cluster.kubectl("delete", "node", "by-hand")
+
+
 def test_default_kube_system_and_kube_public_may_not_be_deleted(cluster):
     """core.sh deletes ``namespace --all`` and expects kubectl to fail: NamespaceLifecycle admission keeps the
     three namespaces the cluster cannot do without, and any other namespace goes."""
