@@ -84,6 +84,13 @@ def functions(root: Path) -> list[str]:
     return RECORDED.findall((root / "test/cmd/legacy-script.sh").read_text())
 
 
+def scripts(root: Path) -> dict[str, str]:
+    """Which test/cmd script defines each function."""
+    defined = re.compile(r"^(?:function\s+)?(run_\w+)\s*\(\)", re.MULTILINE)
+    return {fn: path.name for path in sorted((root / "test/cmd").glob("*.sh"))
+            for fn in defined.findall(path.read_text())}
+
+
 def copy_tree(into: Path) -> None:
     for rel in COPIED:
         shutil.copytree(KUBERNETES / rel, into / rel, symlinks=True)
@@ -167,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="kubectl-cmd-") as tmp:
         root, gpulab_home = Path(tmp, "kubernetes"), Path(tmp, "gpulab")
         copy_tree(root)
-        names = functions(root)
+        names, where = functions(root), scripts(root)
         if args.only:
             unknown = sorted(set(args.only) - set(names))
             if unknown:
@@ -199,6 +206,11 @@ def main(argv: list[str] | None = None) -> int:
                       flush=True)
         finally:
             subprocess.run([*cluster, "reset", "--name", name], env=env, capture_output=True)
+    per_script: dict[str, list[str]] = {}
+    for fn, outcome in results.items():
+        per_script.setdefault(where.get(fn, "?"), []).append(outcome)
+    for script, outcomes in sorted(per_script.items()):
+        print(f"{script:28} {outcomes.count('passed')}/{len(outcomes)} passed")
     passed = sum(1 for o in results.values() if o == "passed")
     skipped = f", {len(names) - len(results)} skipped" if len(names) > len(results) else ""
     print(f"{args.engine}: {passed}/{len(results)} functions passed{skipped}")
