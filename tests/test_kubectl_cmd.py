@@ -70,6 +70,23 @@ def test_default_kube_system_and_kube_public_may_not_be_deleted(cluster):
     assert phases == "Active Active Active"
 
 
+@pytest.mark.parametrize("ip, why", [
+    ("10.0.0.12", "the provided network does not match the current range"),
+    ("10.96.255.255", "the provided network does not match the current range"),
+    ("10.96.0.1", "provided IP is already allocated"),
+])
+def test_a_cluster_ip_outside_the_range_or_taken_is_refused(cluster, ip, why):
+    """apply.sh gives a Service ``clusterIP: 10.0.0.12``, inside upstream's test range (10.0.0.0/24) and outside
+    kind's (10.96.0.0/16): the allocator refuses it, as the range's broadcast address or one in use."""
+    out = cluster.kubectl("create", "service", "clusterip", "fixed", f"--clusterip={ip}", "--tcp=80", check=False)
+    assert out.returncode == 1
+    assert (f'Service "fixed" is invalid: spec.clusterIPs: Invalid value: ["{ip}"]: failed to allocate IP {ip}: '
+            f'{why}') in out.stderr
+    cluster.kubectl("create", "service", "clusterip", "fixed", "--clusterip=10.96.200.7", "--tcp=80")
+    assert cluster.kubectl("get", "service", "fixed", "-o", "jsonpath={.spec.clusterIP}").stdout == "10.96.200.7"
+    cluster.kubectl("delete", "service", "fixed")
+
+
 def test_scale_dry_run_stores_nothing_and_a_stale_version_conflicts(cluster):
     """core.sh and apps.sh scale with ``--dry-run=server`` and ``--current-replicas``: the Scale subresource
     honours the dry run and the resourceVersion it is sent."""
