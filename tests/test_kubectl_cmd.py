@@ -87,6 +87,32 @@ def test_a_cluster_ip_outside_the_range_or_taken_is_refused(cluster, ip, why):
     cluster.kubectl("delete", "service", "fixed")
 
 
+DEPRECATED_CRD = """{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+ "metadata": {"name": "deprecated.example.com"},
+ "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "deprecated", "kind": "DeprecatedKind"},
+  "versions": [
+   {"name": "v1", "served": true, "storage": true,
+    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+   {"name": "v1beta1", "served": true, "storage": false, "deprecated": true,
+    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}"""
+
+
+def test_a_deprecated_crd_version_warns_on_every_request(cluster):
+    """get.sh: a request to a CRD version marked deprecated gets the warning ``<group>/<version> <Kind> is
+    deprecated``, with the newer served version to use; ``--warnings-as-errors`` makes it fail."""
+    cluster.kubectl("create", "-f", "-", input=DEPRECATED_CRD)
+    cluster.kubectl("wait", "--for=condition=Established", "crd/deprecated.example.com", "--timeout=60s")
+    wait_for(lambda: "deprecated.example.com" in cluster.kubectl("api-resources", "--api-group=example.com",
+                                                                 "-o", "name").stdout, timeout=30, what="discovery")
+    old = cluster.kubectl("get", "deprecated.v1beta1.example.com")
+    assert "Warning: example.com/v1beta1 DeprecatedKind is deprecated; use example.com/v1 DeprecatedKind" in old.stderr
+    strict = cluster.kubectl("get", "deprecated.v1beta1.example.com", "--warnings-as-errors", check=False)
+    assert strict.returncode == 1
+    assert "error: 1 warning received" in strict.stderr
+    assert "Warning" not in cluster.kubectl("get", "deprecated.v1.example.com").stderr
+    cluster.kubectl("delete", "crd", "deprecated.example.com")
+
+
 def test_scale_dry_run_stores_nothing_and_a_stale_version_conflicts(cluster):
     """core.sh and apps.sh scale with ``--dry-run=server`` and ``--current-replicas``: the Scale subresource
     honours the dry run and the resourceVersion it is sent."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import hashlib
 import logging
 import time
@@ -110,10 +111,28 @@ class ApiServer:
                     if doc is not None:
                         return _json_response(doc)
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
-        deprecated = self.api.strategy(target.rt).deprecation_warning
+        deprecated = self.api.strategy(target.rt).deprecation_warning or self._crd_deprecation_warning(target.rt)
         if deprecated:
             request["deprecation_warning"] = deprecated
         return await self._resource(request, target)
+
+    def _crd_deprecation_warning(self, rt: ResourceType) -> str | None:
+        """The warning every request to a CRD version marked ``deprecated`` gets: its ``deprecationWarning``, else
+        ``<group>/<version> <Kind> is deprecated``, naming the newest served version that is not
+        (apiextensions-apiserver customresource_handler.go ``defaultDeprecationWarning``)."""
+        if not rt.crd or not rt.crd.get("deprecated"):
+            return None
+        if rt.crd.get("deprecationWarning") is not None:
+            return rt.crd["deprecationWarning"]
+        crd = self.api.store.get("customresourcedefinitions.apiextensions.k8s.io", "", f"{rt.plural}.{rt.group}")
+        message = f"{rt.group}/{rt.version} {rt.kind} is deprecated"
+        newer = [v["name"] for v in ((crd or {}).get("spec") or {}).get("versions") or ()
+                 if v.get("served") and not v.get("deprecated")
+                 and discovery.compare_kube_aware_versions(rt.version, v["name"]) < 0]
+        if newer:
+            best = sorted(newer, key=functools.cmp_to_key(discovery.compare_kube_aware_versions), reverse=True)[0]
+            message += f"; use {rt.group}/{best} {rt.kind}"
+        return message
 
     # --- discovery and OpenAPI --------------------------------------------
     def _discovery_root(self, request: web.Request, legacy: bool) -> web.Response:
