@@ -102,7 +102,8 @@ def copy_tree(into: Path) -> None:
             mode |= 0o111    # a module zip keeps no modes: the scripts git has executable (the plugin fixtures)
         path.chmod(mode)
     (into / "_output/bin").mkdir(parents=True)
-    kubectl = shutil.which("kubectl")
+    beside = Path(sys.executable).parent / "kubectl"     # the project's own, as the tests find it
+    kubectl = str(beside) if beside.exists() else shutil.which("kubectl")
     if kubectl is None:
         raise SystemExit("kubectl is not on PATH: run from the project's .venv (make install puts it there)")
     (into / "_output/bin/kubectl").symlink_to(kubectl)
