@@ -11,11 +11,12 @@ node is that ``127.0.0.1``, and runs upstream's own ``runTests`` once per functi
 fresh bash whose ``WHAT`` names a one-line shim that calls the function. So the prelude, ``record_command`` and the
 final ``kube::test::clear_all`` are upstream's code; a function passes when that bash exits 0.
 
-What differs from upstream's server, on both engines alike: the user is the cluster's admin certificate (the
-kubeconfig's context is renamed ``test``, the context the scripts set namespaces on), not the ``admin-token`` of
-``hack/testdata/auth-tokens.csv``, which neither engine's apiserver is started with; ``ALLOW_SKEW`` is set because
-the project's kubectl is a patch release behind the server (``--match-server-version`` compares them exactly);
-``kubectl-convert`` is not built. The counts are recorded in docs/fidelity.md; this is not part of ``make test``.
+What differs from upstream's server, on both engines alike: the user is the cluster's own admin (the kubeconfig's
+context renamed ``test``, the context the scripts set namespaces on), not the ``admin-token`` of
+``hack/testdata/auth-tokens.csv``, which neither engine's apiserver is started with; the node is tainted so pods stay
+Pending, as without scheduler and kubelet; ``ALLOW_SKEW`` is set because the project's kubectl is a patch release
+behind the server (``--match-server-version`` compares them exactly); the functions in :data:`SKIPPED` cannot run
+here. The counts are recorded in docs/fidelity.md; this is not part of ``make test``.
 
     .venv/bin/python -m tools.kubectl_cmd_tests --engine embedded [--only run_pod_tests ...]
 """
@@ -92,6 +93,9 @@ def scripts(root: Path) -> dict[str, str]:
 
 
 def copy_tree(into: Path) -> None:
+    if not (KUBERNETES / "test/cmd").is_dir():
+        raise SystemExit(f"{KUBERNETES} is not in the Go module cache: run `go mod download "
+                         "k8s.io/kubernetes@v1.37.2` (any module that requires it) first")
     for rel in COPIED:
         shutil.copytree(KUBERNETES / rel, into / rel, symlinks=True)
     for path in into.rglob("*"):
@@ -128,7 +132,7 @@ def first_failure(log: str) -> str:
     for i, line in enumerate(lines):
         if "FAIL!" in line:
             return " | ".join(x.strip() for x in lines[i:i + 4] if x.strip())
-        if "Call tree:" in line:        # errexit: the command before the trace failed; the trace's first frame says where
+        if "Call tree:" in line:    # errexit: the command before the trace failed; its first frame says where
             before = [x.strip() for x in lines[max(0, i - 3):i] if x.strip()]
             return " | ".join([*before, lines[i + 1].split("]", 1)[-1].strip() if i + 1 < len(lines) else ""])
     tail = [x for x in lines if x.strip() and not x.startswith("+++")]
@@ -207,16 +211,20 @@ def main(argv: list[str] | None = None) -> int:
                       flush=True)
         finally:
             subprocess.run([*cluster, "reset", "--name", name], env=env, capture_output=True)
+    return report(args.engine, results, where, len(names))
+
+
+def report(engine: str, results: dict[str, str], where: dict[str, str], total: int) -> int:
+    """Counts per script, then overall; exit status 1 unless every function run passed."""
     per_script: dict[str, list[str]] = {}
     for fn, outcome in results.items():
         per_script.setdefault(where.get(fn, "?"), []).append(outcome)
     for script, outcomes in sorted(per_script.items()):
         print(f"{script:28} {outcomes.count('passed')}/{len(outcomes)} passed")
     passed = sum(1 for o in results.values() if o == "passed")
-    skipped = f", {len(names) - len(results)} skipped" if len(names) > len(results) else ""
-    print(f"{args.engine}: {passed}/{len(results)} functions passed{skipped}")
+    skipped = f", {total - len(results)} skipped" if total > len(results) else ""
+    print(f"{engine}: {passed}/{len(results)} functions passed{skipped}")
     return 0 if passed == len(results) else 1
-
 
 if __name__ == "__main__":
     sys.exit(main())
