@@ -1,5 +1,5 @@
 """Run the official Python client's own e2e suite (``kubernetes/e2e_test`` and ``kubernetes/aio/e2e_test`` of
-kubernetes-client/python) against a private embedded cluster and print its pass counts.
+kubernetes-client/python) against a private cluster of either engine and print its pass counts.
 
 Nothing is downloaded: SOURCE is a copy of that repository fetched beforehand (a work tree, or a bare git
 directory such as the ``fetch`` tool's mirror, read with ``git archive``). The suite imports itself as
@@ -8,7 +8,10 @@ than installed over it. A test that never finishes (the suite has no timeouts of
 the rest of its file is run again without it. The counts are recorded in docs/fidelity.md; this is not part of
 ``make test``.
 
-    .venv/bin/python -m tools.upstream_client_e2e /work/.mirror/kubernetes-client+python/repo
+    .venv/bin/python -m tools.upstream_client_e2e /work/.mirror/kubernetes-client+python/repo [--engine upstream]
+
+``--engine upstream`` runs the same suite against Kubernetes' own control plane (``gpulab cluster up --engine
+upstream``), so a failure that both engines share is told apart from one of the embedded cluster's own.
 """
 from __future__ import annotations
 
@@ -81,6 +84,8 @@ def run_file(root: Path, path: str, env: dict, timeout: float) -> dict[str, str]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source", type=Path, help="a fetched copy of kubernetes-client/python")
+    parser.add_argument("--engine", choices=("embedded", "upstream"), default="embedded",
+                        help="the cluster the suite runs against (default: embedded)")
     parser.add_argument("--timeout", type=float, default=120, help="seconds one test file may run")
     args = parser.parse_args(argv)
     bin_dir = Path(sys.executable).parent
@@ -91,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         (root / "conftest.py").write_text(CONFTEST)
         env = {**os.environ, "GPULAB_HOME": str(home), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
         gpulab = [str(bin_dir / "gpulab"), "cluster"]
-        up = subprocess.run([*gpulab, "up"], env=env, capture_output=True, text=True, check=True)
+        up = subprocess.run([*gpulab, "up", "--engine", args.engine], env=env, capture_output=True, text=True, check=True)
         env["KUBECONFIG"] = up.stdout.strip().splitlines()[-1]
         try:
             outcomes: dict[str, str] = {}

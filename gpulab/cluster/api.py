@@ -33,6 +33,8 @@ from .store import Change, Store
 from .validation import go_decode, strict
 
 _CRDS = "customresourcedefinitions.apiextensions.k8s.io"
+# NamespaceLifecycle admission refuses to delete these (k8s.io/apiserver admission/plugin/namespace/lifecycle)
+_IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 _MAX_OBJECT_BYTES = 1_572_864 + 128 * 1024  # etcd's request size limit (1.5 MiB) plus envelope
 
 
@@ -308,7 +310,7 @@ class Api:
         if decode:
             self._check_fields(rt, obj, field_validation, warnings, raw)
         rv = meta.get("resourceVersion")
-        if rv and rv != old["metadata"]["resourceVersion"]:
+        if _preconditioned(rv) and rv != old["metadata"]["resourceVersion"]:
             raise conflict(rt.plural, rt.group, name,
                            "the object has been modified; please apply your changes to the latest version and try again")
         if decode:
@@ -404,7 +406,7 @@ class Api:
             raise bad_request(f'the name of the object ({nmeta.get("name")}) does not match the name on the URL ({name})')
         self.strategy(rt).decode(new, rt)
         rv = nmeta.get("resourceVersion")
-        if rv and rv != old["metadata"]["resourceVersion"]:
+        if _preconditioned(rv) and rv != old["metadata"]["resourceVersion"]:
             raise conflict(rt.plural, rt.group, name,
                            "the object has been modified; please apply your changes to the latest version and try again")
         new["kind"], new["apiVersion"] = rt.kind, rt.api_version
@@ -450,6 +452,10 @@ class Api:
         """Returns the object (graceful or finalizer-pending deletion, or kinds that return it) or a Status."""
         rt = self.rt(key)
         self._check_verb(rt, "delete")
+        if rt.storage_key == "namespaces" and name in _IMMORTAL_NAMESPACES:
+            # NamespaceLifecycle's Admit, which the DELETE handler runs before the storage looks the object up
+            raise ApiError(403, "Forbidden", f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                           {"name": name, "kind": "namespaces"})
         storage_rt = self._storage_rt(rt)
         ns = (namespace or "default") if rt.namespaced else ""
         old = self.store.get(rt.storage_key, ns, name)
@@ -681,3 +687,10 @@ def _same_ignoring_managed_time(old: dict, new: dict) -> bool:
         return False
     drop_time = lambda mf: [{k: v for k, v in e.items() if k != "time"} for e in (mf or [])]  # noqa: E731
     return drop_time(om.get("managedFields")) == drop_time(nm.get("managedFields"))
+
+
+def _preconditioned(rv) -> bool:
+    """Whether an update or patch names the resourceVersion it must apply to. The store's Update reads the
+    object's resourceVersion as a number and treats 0 as "none given": an unconditional update on the latest
+    version (apiserver registry/generic/registry/store.go), so ``"resourceVersion": "0"`` is no conflict."""
+    return bool(rv) and rv != "0"

@@ -22,6 +22,7 @@ from .controllers.job import JobController
 from .controllers.localpath import LocalPathProvisioner
 from .controllers.namespace import NamespaceController
 from .controllers.node_lifecycle import NodeLifecycleController
+from .controllers.nodeipam import NodeIpamController
 from .controllers.persistentvolume import PersistentVolumeController
 from .controllers.podgc import PodGCController
 from .controllers.replicaset import ReplicaSetController
@@ -53,6 +54,7 @@ def build(api, config) -> list:
         TTLAfterFinishedController(api),
         DisruptionController(api),
         NodeLifecycleController(api),
+        NodeIpamController(api),
         TaintEvictionController(api),
         PodGCController(api),
         EndpointsController(api),

@@ -77,5 +77,8 @@ def _ensure(api: Api, obj: dict) -> None:
         api.create(KEYS[obj["kind"]], obj, obj["metadata"].get("namespace"),
                    manager=MANAGERS.get(obj["kind"], "kubeadm"))
     except ApiError as exc:
-        if exc.code != 409:
+        # there already: 409, or 422 "provided IP is already allocated" for a Service that names its cluster IP
+        # (the allocator runs before the name is looked up, as upstream's)
+        namespace = obj["metadata"].get("namespace")
+        if exc.code != 409 and api.try_get(KEYS[obj["kind"]], obj["metadata"]["name"], namespace) is None:
             raise

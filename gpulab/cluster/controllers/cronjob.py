@@ -6,7 +6,7 @@ utils.go ``mostRecentScheduleTime``, ``getJobFromTemplate2``,
 
 - the schedule (``TZ=<timeZone>`` prefixed when ``spec.timeZone`` is set) is
   read by :mod:`gpulab.cluster.cron`; an unparseable one gives the
-  ``UnparseableSchedule`` warning event;
+  ``UnparseableSchedule`` warning event, one that never fires (31 February) the ``InvalidSchedule`` one;
 - at each missed activation not older than ``startingDeadlineSeconds`` the
   controller creates Job ``NAME-<minutes since the epoch>`` from the job
   template, owned by the CronJob and annotated
@@ -53,6 +53,10 @@ def job_name(cj: dict, scheduled: float) -> str:
     return f"{cj['metadata']['name']}-{int(scheduled) // 60}"
 
 
+class InvalidSchedule(ValueError):
+    """A schedule that parses but cannot be followed (``InvalidSchedule`` event)."""
+
+
 def most_recent_schedule(cj: dict, now: float, schedule: cron.Schedule) -> tuple[float | None, int]:
     """mostRecentScheduleTime: the latest activation not after ``now`` that is due, and how many were missed."""
     status, spec = cj.get("status") or {}, cj.get("spec") or {}
@@ -61,10 +65,20 @@ def most_recent_schedule(cj: dict, now: float, schedule: cron.Schedule) -> tuple
         earliest = max(earliest, now - int(spec["startingDeadlineSeconds"]))
     if earliest is None or earliest > now:
         return None, 0
+    # robfig/cron's Next gives the zero time for a schedule that never fires (31 February); the controller then
+    # finds less than a second between two activations and refuses the schedule
+    never = InvalidSchedule("time difference between two schedules is less than 1 second")
     first = schedule.next(earliest)
-    if first is None or first > now:
+    if first is None:
+        raise never
+    if first > now:
         return None, 0
-    missed, latest, t = 1, first, schedule.next(first)
+    second = schedule.next(first)
+    if second is not None and now < second:
+        return first, 1
+    if second is None or second - first < 1:
+        raise never
+    missed, latest, t = 1, first, second
     while t is not None and t <= now:
         missed, latest = missed + 1, t
         if missed > 10_000:  # a very frequent schedule far behind: the count only has to exceed the limit
@@ -176,7 +190,12 @@ class CronJobController(Controller):
         if spec.get("suspend"):
             return None
         now = self.api.clock()
-        scheduled, missed = most_recent_schedule({**cj, "status": status}, now, schedule)
+        try:
+            scheduled, missed = most_recent_schedule({**cj, "status": status}, now, schedule)
+        except InvalidSchedule as exc:
+            self.api.record_event(cj, "Warning", "InvalidSchedule",
+                                  f'invalid schedule: {spec.get("schedule", "")} : {exc}', COMPONENT)
+            return None
         if missed > _MAX_MISSED:
             self.api.record_event(cj, "Warning", "TooManyMissedTimes",
                                   "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or "

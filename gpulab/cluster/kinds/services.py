@@ -1,12 +1,14 @@
 """Services: pkg/registry/core/service (strategy.go, storage/storage.go, storage/alloc.go).
 
 The embedded cluster is single-stack IPv4 with kind's service CIDR
-(10.96.0.0/12). On create the allocator fills the IP family fields
+(10.96.0.0/16). On create the allocator fills the IP family fields
 (initIPFamilyFields: ``SingleStack`` and ``[IPv4]``, a headless Service
 without selector ``RequireDualStack`` and both families) and gives a Service
 that needs one the lowest free cluster IP (upstream picks a random free one);
 the status starts as the zero ServiceStatus, ``{"loadBalancer": {}}``; a NodePort or LoadBalancer Service's ports
-get random free node ports (30000-32767) where they name none. On
+get random free node ports (30000-32767) where they name none. A cluster IP the Service names itself must lie in
+the range, be neither its network nor its broadcast address, and be free (storage/alloc.go ``allocIPs``,
+ipallocator's MetaAllocator), or the create is a 422 on ``spec.clusterIPs``. On
 update the values it allocated stay when a client leaves them out
 (patchAllocatedValues) and ``clusterIP``/``clusterIPs`` are kept in step
 (normalizeClusterIPs), so changing either is the validation error
@@ -27,6 +29,7 @@ from ..validation.field import invalid
 from ..validation.path import Path
 from .strategy import PROXY_VERBS, Context, Strategy, Subresource
 
+SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/16")  # kind's serviceSubnet, the upstream engine's range too
 _FAMILIES = ("IPv4",)  # the families the cluster serves (--service-cluster-ip-range)
 NODE_PORTS = (30000, 32767)  # --service-node-port-range
 _random = random.SystemRandom()
@@ -52,6 +55,8 @@ class ServiceStrategy(Strategy):
         if _needs_cluster_ip(spec) and spec.get("clusterIP") != "None" and not spec.get("clusterIP"):
             spec["clusterIP"] = _free_cluster_ip(ctx)
             spec["clusterIPs"] = [spec["clusterIP"]]
+        elif _needs_cluster_ip(spec) and spec.get("clusterIP") not in (None, "", "None"):
+            _allocate_requested_ip(obj, ctx)
         if spec.get("type") == "NodePort" or (spec.get("type") == "LoadBalancer"
                                               and spec.get("allocateLoadBalancerNodePorts") is not False):
             _allocate_node_ports(spec, ctx)
@@ -83,6 +88,25 @@ def _free_cluster_ip(ctx: Context) -> str:
     while (ip := f"10.96.{n // 254}.{n % 254 + 1}") in used:
         n += 1
     return ip
+
+
+def _allocate_requested_ip(svc: dict, ctx: Context) -> None:
+    """allocIPs for an IP the Service asks for: the MetaAllocator's errors, as ``failed to allocate IP <ip>: ...``."""
+    spec = svc["spec"]
+    ip = spec["clusterIP"]
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:
+        return  # validation refuses it
+    # servicecidr.PrefixContainsIP leaves out the network and broadcast addresses: no allocator has them
+    if address not in SERVICE_CIDR or address in (SERVICE_CIDR.network_address, SERVICE_CIDR.broadcast_address):
+        why = "the provided network does not match the current range"
+    elif any((s.get("spec") or {}).get("clusterIP") == ip for s in ctx.list("services")):
+        why = "provided IP is already allocated"
+    else:
+        return
+    _raise(svc, [invalid(Path("spec").child("clusterIPs"), spec.get("clusterIPs") or [ip],
+                         f"failed to allocate IP {ip}: {why}")])
 
 
 def _allocate_node_ports(spec: dict, ctx: Context) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import hashlib
 import logging
 import time
@@ -110,10 +111,28 @@ class ApiServer:
                     if doc is not None:
                         return _json_response(doc)
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
-        deprecated = self.api.strategy(target.rt).deprecation_warning
+        deprecated = self.api.strategy(target.rt).deprecation_warning or self._crd_deprecation_warning(target.rt)
         if deprecated:
             request["deprecation_warning"] = deprecated
         return await self._resource(request, target)
+
+    def _crd_deprecation_warning(self, rt: ResourceType) -> str | None:
+        """The warning every request to a CRD version marked ``deprecated`` gets: its ``deprecationWarning``, else
+        ``<group>/<version> <Kind> is deprecated``, naming the newest served version that is not
+        (apiextensions-apiserver customresource_handler.go ``defaultDeprecationWarning``)."""
+        if not rt.crd or not rt.crd.get("deprecated"):
+            return None
+        if rt.crd.get("deprecationWarning") is not None:
+            return rt.crd["deprecationWarning"]
+        crd = self.api.store.get("customresourcedefinitions.apiextensions.k8s.io", "", f"{rt.plural}.{rt.group}")
+        message = f"{rt.group}/{rt.version} {rt.kind} is deprecated"
+        newer = [v["name"] for v in ((crd or {}).get("spec") or {}).get("versions") or ()
+                 if v.get("served") and not v.get("deprecated")
+                 and discovery.compare_kube_aware_versions(rt.version, v["name"]) < 0]
+        if newer:
+            best = sorted(newer, key=functools.cmp_to_key(discovery.compare_kube_aware_versions), reverse=True)[0]
+            message += f"; use {rt.group}/{best} {rt.kind}"
+        return message
 
     # --- discovery and OpenAPI --------------------------------------------
     def _discovery_root(self, request: web.Request, legacy: bool) -> web.Response:
@@ -222,7 +241,7 @@ class ApiServer:
                                   f'the URL ({t.name})')
             body.setdefault("metadata", {})["name"] = t.name
             if t.subresource == "scale":
-                return _json_response(self._put_scale(t, body, request))
+                return _json_response(self._put_scale(t, body, request, dry_run))
             warnings = []
             existed = self.api.try_get(t.rt, t.name, t.namespace) is not None
             updated = self.api.update(t.rt, body, t.namespace, subresource=t.subresource, manager=_manager(request),
@@ -237,7 +256,7 @@ class ApiServer:
             dry_run, _, field_validation = params.write_options(q, "PatchOptions", patch_type=patch_type)
             patch, _ = negotiation.decode_body(raw, request.headers.get("Content-Type"), patch=True)
             if t.subresource == "scale":
-                return _json_response(self._patch_scale(t, patch, patch_type, request))
+                return _json_response(self._patch_scale(t, patch, patch_type, request, dry_run))
             warnings = []
             existed = self.api.try_get(t.rt, t.name, t.namespace) is not None
             patched = self.api.patch(t.rt, t.name, patch, patch_type, t.namespace, subresource=t.subresource,
@@ -411,18 +430,26 @@ class ApiServer:
         return resp
 
     # --- scale subresource (autoscaling/v1 Scale) -------------------------
-    def _put_scale(self, t: paths.Target, body: dict, request: web.Request) -> dict:
+    def _put_scale(self, t: paths.Target, body: dict, request: web.Request, dry_run: bool,
+                   precondition: bool = True) -> dict:
+        """The Scale's replicas onto the object (registry/apps/deployment/storage scaleUpdatedObjectInfo and its
+        siblings): its resourceVersion, when given, is the update's precondition, and a dry run stores nothing."""
         replicas = (body.get("spec") or {}).get("replicas")
-        obj = self.api.patch(t.rt, t.name, {"spec": {"replicas": replicas}}, "merge", t.namespace,
-                             manager=_manager(request))
+        change: dict = {"spec": {"replicas": replicas}}
+        rv = (body.get("metadata") or {}).get("resourceVersion")
+        if precondition and rv:
+            change["metadata"] = {"resourceVersion": rv}
+        obj = self.api.patch(t.rt, t.name, change, "merge", t.namespace, manager=_manager(request), dry_run=dry_run)
         return self._scale_of(t.rt, obj)
 
-    def _patch_scale(self, t: paths.Target, patch, patch_type: str, request: web.Request) -> dict:
+    def _patch_scale(self, t: paths.Target, patch, patch_type: str, request: web.Request, dry_run: bool) -> dict:
         from ..patch import apply_json_patch, apply_merge_patch
 
         current = self._scale_of(t.rt, self.api.get(t.rt, t.name, t.namespace))
         new = apply_json_patch(current, patch) if patch_type == "json" else apply_merge_patch(current, patch)
-        return self._put_scale(t, new, request)
+        # the patched Scale carries the current resourceVersion; only one the patch itself names is a precondition
+        named = isinstance(patch, dict) and bool((patch.get("metadata") or {}).get("resourceVersion"))
+        return self._put_scale(t, new, request, dry_run, precondition=named)
 
     def _scale_of(self, rt: ResourceType, obj: dict) -> dict:
         return _scale_of(obj, self.api.strategy(rt).scale_selector(obj))
