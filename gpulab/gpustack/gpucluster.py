@@ -28,7 +28,7 @@ from typing import Any
 from .. import kubeclient
 from . import dra
 from .operands import (GPU_PRESENT_LABEL, KATA_DEVICE_PLUGIN_LABEL, MIG_MANAGER_LABEL,
-                       OPERANDS_LABEL, GPU_STATE_LABELS, has_gpu)
+                       OPERANDS_LABEL, GPU_STATE_LABELS, mark_gpu_present)
 from .operator import PolicyStatus, daemonset_ready
 
 GPUCLUSTERS = kubeclient.Resource("nvidia.com/v1alpha1", "gpuclusters", namespaced=False)
@@ -57,11 +57,7 @@ def _device_plugin_stack_keys() -> set[str]:
 def state_labels(node_labels: dict[str, str]) -> dict[str, str]:
     """The node's labels after the node-labeling pass under a GPUCluster (a new dict)."""
     labels = dict(node_labels)
-    present = labels.get(GPU_PRESENT_LABEL) == "true"
-    if not present and has_gpu(labels):
-        labels[GPU_PRESENT_LABEL] = "true"
-    elif present and not has_gpu(labels):
-        labels[GPU_PRESENT_LABEL] = "false"
+    mark_gpu_present(labels)
     if labels.get(GPU_PRESENT_LABEL) != "true" or labels.get(OPERANDS_LABEL) == "false":
         for key in _device_plugin_stack_keys() | set(STATE_LABELS):
             labels.pop(key, None)

@@ -282,14 +282,23 @@ def _remove_all_state_labels(labels: dict[str, str]) -> None:
         labels.pop(key, None)
 
 
-def deploy_labels(node_labels: dict[str, str], spec: dict[str, Any]) -> dict[str, str]:
-    """The node's labels after the operator's ``labelGPUNodes`` pass (a new dict; removed labels are absent)."""
-    labels = dict(node_labels)
+def mark_gpu_present(labels: dict[str, str]) -> str | None:
+    """Set ``nvidia.com/gpu.present`` in place from the node's PCI labels, as both of the operator's labelling
+    passes (ClusterPolicy and GPUCluster) do; returns the value it changed the label to, else None."""
     present = labels.get(GPU_PRESENT_LABEL) == "true"
     if not present and has_gpu(labels):
         labels[GPU_PRESENT_LABEL] = "true"
     elif present and not has_gpu(labels):
         labels[GPU_PRESENT_LABEL] = "false"
+    else:
+        return None
+    return labels[GPU_PRESENT_LABEL]
+
+
+def deploy_labels(node_labels: dict[str, str], spec: dict[str, Any]) -> dict[str, str]:
+    """The node's labels after the operator's ``labelGPUNodes`` pass (a new dict; removed labels are absent)."""
+    labels = dict(node_labels)
+    if mark_gpu_present(labels) == "false":
         _remove_all_state_labels(labels)
     if labels.get(GPU_PRESENT_LABEL) != "true":
         return labels
