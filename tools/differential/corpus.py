@@ -11,7 +11,7 @@ of::
     sleep: 2
 
 and may say which parts to compare (``compare: [stdout, rc]``; an API step's parts are ``status`` and ``body``) and
-``sort: true`` where upstream promises no order. ``${ns}`` is the case's own namespace (the kubeconfig's context
+``sort: true`` where upstream promises no order (a table's header stays first; ``sort: lines`` sorts every line). ``${ns}`` is the case's own namespace (the kubeconfig's context
 namespace while it runs, so most commands need no ``-n``); a family's ``${var}`` is its value in that case.
 
 A difference that is deliberate or not yet closed is recorded where the case is: ``known: <why>`` on the case, or
@@ -49,7 +49,7 @@ class Step:
     until: str | None = None   # a regular expression stdout must match; the step is retried until it does
     timeout: float = 60.0
     compare: tuple = ()        # the parts compared; empty: every part
-    sort: bool = False
+    sort: bool | str = False   # True: the lines under a header; "lines": every line
     save: dict = field(default_factory=dict)    # API steps: variable -> path in the response body
 
     def args(self, variables: dict) -> list[str]:
@@ -114,8 +114,11 @@ def _step(raw: dict, where: str) -> Step:
         raise CorpusError(f"{where}: a step names exactly one of {STEP_KINDS} (got {sorted(raw)})")
     kind = kinds[0]
     compare = raw.get("compare", ())
+    sort = raw.get("sort", False)
+    if sort not in (True, False, "lines"):
+        raise CorpusError(f"{where}: sort is true, false or lines (got {sort!r})")
     return Step(kind=kind, spec=raw[kind], stdin=raw.get("stdin"), until=raw.get("until"),
-                timeout=float(raw.get("timeout", 60)), compare=tuple(compare), sort=bool(raw.get("sort")),
+                timeout=float(raw.get("timeout", 60)), compare=tuple(compare), sort=sort,
                 save=raw.get("save") or {})
 
 

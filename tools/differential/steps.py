@@ -130,7 +130,7 @@ class Run:
         parts = self.api(step) if step.kind == "api" else self.command(step.kind, step)
         parts = {k: normalise(v) for k, v in parts.items() if not step.compare or k in step.compare}
         if step.sort:
-            parts = {k: sort_lines(v) for k, v in parts.items()}
+            parts = {k: sort_lines(v, keep_header=step.sort is True) for k, v in parts.items()}
         return parts
 
 
